@@ -1,0 +1,44 @@
+#pragma once
+// Rng: xoshiro256** (Blackman & Vigna 2018), seeded through splitmix64. Uniform and normal
+// draws are written here rather than taken from std::*_distribution, whose outputs differ
+// between standard libraries; a seed gives the same stream on every platform. The state is
+// four words and can be saved and restored exactly.
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace headlab {
+
+class Rng {
+ public:
+  using State = std::array<uint64_t, 4>;
+
+  explicit Rng(uint64_t seed = 0) { reseed(seed); }
+  // An independent generator for (seed, stream): e.g. (run seed, step) for a data stream.
+  static Rng derive(uint64_t seed, uint64_t stream);
+
+  void reseed(uint64_t seed);
+  uint64_t next_u64();
+  uint32_t next_u32() { return static_cast<uint32_t>(next_u64() >> 32); }
+  // Uniform integer in [0, n), unbiased (Lemire's multiply-and-reject). n > 0.
+  uint64_t below(uint64_t n);
+  // Uniform float in [0, 1) with 24 random bits.
+  float uniform() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
+  // Standard normal by Box-Muller in double; one value per call (no cached second value, so
+  // the state stays four words).
+  float normal();
+  float normal(float mean, float std) { return mean + std * normal(); }
+
+  State state() const { return s_; }
+  void set_state(const State& state);
+  // "xoshiro256**:<16 hex>x4", and back; parse throws headlab::Error on malformed text.
+  std::string state_string() const;
+  static State parse_state(const std::string& text);
+
+ private:
+  State s_{};
+};
+
+}  // namespace headlab

@@ -1,0 +1,15 @@
+#pragma once
+// The CLI's subcommands. Each file in train/cli/ adds one subcommand to the app; its callback
+// returns the process exit code through `exit_code`. Errors are thrown (headlab::Error for a
+// user's mistake) and turned into one line and an exit code by main().
+
+#include <CLI/CLI.hpp>
+
+namespace headlab::cli {
+
+// Exit codes shared by every command.
+enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3 };
+
+void add_info_command(CLI::App& app, int& exit_code);
+
+}  // namespace headlab::cli
