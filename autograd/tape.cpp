@@ -1,0 +1,75 @@
+#include "autograd/tape.h"
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "core/error.h"
+
+namespace headlab {
+
+Tape::~Tape() { clear(); }
+
+Tape& Tape::current() {
+  thread_local Tape tape;
+  return tape;
+}
+
+void Tape::record(const char* op, const Var& output, Backward backward) {
+  HEADLAB_ASSERT(output.tape() == this);
+  entries_.push_back(Entry{op, output, std::move(backward)});
+}
+
+void Tape::backward(const Var& root, const Tensor* seed) {
+  detail::Node* node = root.node_;
+  if (!root.requires_grad())
+    fail("backward: the value does not require a gradient (no input with requires_grad reaches it)");
+  if (node->tape != this) fail("backward: the value belongs to another tape");
+  if (node->generation != generation_)
+    fail("backward: the tape holding this value was already cleared (backward called twice on one "
+         "forward pass?)");
+  if (seed == nullptr) {
+    if (root.numel() != 1)
+      fail("backward: output of shape {} is not a scalar; pass a seed gradient of that shape",
+           root.shape().str());
+    accumulate_grad(root, [](Tensor& g) { g.fill_(1.0f); });
+  } else {
+    check_shape("backward", "seed gradient", seed->shape(), root.shape());
+    accumulate_grad(root, [seed](Tensor& g) { g.copy_(*seed); });
+  }
+  for (size_t i = entries_.size(); i-- > 0;) {
+    Entry& e = entries_[i];
+    if (e.output.has_grad()) e.backward(e.output.grad());
+  }
+  clear();
+}
+
+void Tape::clear() {
+  entries_.clear();  // keeps capacity: the next step records without reallocating
+  ++generation_;
+}
+
+Var make_output(const char* op, const Shape& shape, std::initializer_list<const Var*> inputs) {
+  Tape* tape = nullptr;
+  bool needs_grad = false;
+  for (const Var* in : inputs) {
+    if (!in->defined()) fail("{}: an input is undefined", op);
+    if (!in->requires_grad()) continue;
+    needs_grad = true;
+    Tape* t = in->tape();
+    if (t == nullptr) continue;
+    if (in->generation() != t->generation())
+      fail("{}: an input was recorded on a tape that has since been cleared; recompute it", op);
+    if (tape != nullptr && tape != t) fail("{}: inputs live on different tapes", op);
+    tape = t;
+  }
+  needs_grad = needs_grad && grad_enabled();
+  Var out(Tensor::empty(shape), false);
+  if (needs_grad) {
+    if (tape == nullptr) tape = &Tape::current();
+    out.node_->requires_grad = true;
+    out.node_->tape = tape;
+    out.node_->generation = tape->generation();
+  }
+  return out;
+}
+
+}  // namespace headlab

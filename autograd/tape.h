@@ -1,0 +1,63 @@
+#pragma once
+// Tape: the record of one forward pass, replayed backward once.
+//
+// Each differentiable op appends one entry (its name, its output and a backward closure written
+// beside the op's forward). backward() seeds the root's gradient and calls the entries in
+// reverse; each closure receives its output's gradient and accumulates (+=) into the gradients
+// of the inputs that need one. Entries whose output received no gradient are skipped. The tape
+// is then cleared; its entry storage and every buffer it held are reused by the next step, so
+// a step of fixed shapes allocates nothing after warm-up.
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/inplace_function.h"
+#include "autograd/var.h"
+
+namespace headlab {
+
+class Tape {
+ public:
+  // Backward closure: receives the output's gradient. 256 bytes hold any op's captures.
+  using Backward = InplaceFunction<void(const Tensor& grad_out), 256>;
+
+  Tape() = default;
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+  ~Tape();
+
+  // This thread's default tape: ops whose inputs are all leaves record here.
+  static Tape& current();
+
+  void record(const char* op, const Var& output, Backward backward);
+  // See Var::backward.
+  void backward(const Var& root, const Tensor* seed);
+  // Drops every entry (and the values only they kept alive); bumps the generation.
+  void clear();
+
+  size_t size() const { return entries_.size(); }
+  const char* op_name(size_t i) const { return entries_.at(i).op; }
+  // Incremented by every clear(); values of older generations can no longer be differentiated.
+  uint64_t generation() const { return generation_; }
+
+ private:
+  struct Entry {
+    const char* op;
+    Var output;
+    Backward backward;
+  };
+  std::vector<Entry> entries_;
+  uint64_t generation_ = 1;
+};
+
+// Prepares an op's output: allocates a value of `shape` (uninitialised) and decides whether the
+// op will be recorded (grad mode on and some input requires a gradient). All inputs that are
+// recorded values must belong to the same, uncleared tape; otherwise throws naming `op`.
+Var make_output(const char* op, const Shape& shape, std::initializer_list<const Var*> inputs);
+
+// Records `backward` for `output` if make_output decided it needs a gradient.
+inline void record(const char* op, const Var& output, Tape::Backward backward) {
+  if (output.requires_grad()) output.tape()->record(op, output, std::move(backward));
+}
+
+}  // namespace headlab
