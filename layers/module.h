@@ -72,4 +72,14 @@ class Module {
   bool training_ = true;
 };
 
+// A layer that maps one sequence to another of the same kind: x [.., D] -> [.., D'] (norms,
+// feed-forward blocks, Linear, Dropout, Softmax, positional encodings). The encoder's norm and
+// ffn slots hold SequenceLayers built by the registry (layers/registry.h); a user's layer only
+// needs to derive from this and implement forward.
+class SequenceLayer : public Module {
+ public:
+  virtual Var forward(const Var& x) = 0;
+  Var operator()(const Var& x) { return forward(x); }
+};
+
 }  // namespace headlab

@@ -1,0 +1,86 @@
+#include "layers/encoder.h"
+
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "layers/dropout.h"
+
+namespace headlab {
+
+Encoder::Encoder(const EncoderOptions& options, Rng& rng)
+    : options_(options), dropout_rng_(std::make_shared<Rng>(options.dropout_seed)) {
+  const EncoderOptions& o = options;
+  if (o.vocab_sizes.empty()) fail("encoder: vocab_sizes is empty (one size per input feature)");
+  for (size_t f = 0; f < o.vocab_sizes.size(); ++f)
+    if (o.vocab_sizes[f] <= 0) fail("encoder: vocab_sizes[{}] is {} but must be positive", f,
+                                    o.vocab_sizes[f]);
+  if (o.layers < 0) fail("encoder: layers is {} but must be >= 0", o.layers);
+  if (o.num_classes <= 0) fail("encoder: num_classes is {} but must be positive", o.num_classes);
+  check_dropout_p(o.dropout, "encoder: dropout");
+
+  for (size_t f = 0; f < o.vocab_sizes.size(); ++f)
+    embeddings_.push_back(register_module(
+        "embeddings." + std::to_string(f),
+        std::make_shared<Embedding>(EmbeddingOptions{o.vocab_sizes[f], o.d_model, o.embed_init_std},
+                                    rng)));
+  positions_ = register_module(
+      "positions", std::make_shared<PositionalEncoding>(
+                       PositionalEncodingOptions{o.max_len, o.d_model, o.positions, o.pos_init_std},
+                       rng));
+  const EncoderLayerOptions lo{o.d_model,   o.heads,        o.head_dim, o.d_ff,
+                               o.activation, o.norm,        o.dropout,  o.attn_dropout,
+                               o.init,       o.attention_layer, o.ffn_layer, o.norm_layer};
+  for (int64_t l = 0; l < o.layers; ++l)
+    layers_.push_back(register_module("layers." + std::to_string(l),
+                                      std::make_shared<EncoderLayer>(lo, rng, dropout_rng_)));
+  if (o.norm == NormPosition::pre)
+    final_norm_ = register_module(
+        "final_norm", make_layer(o.norm_layer, inherited_slot_options(lo), rng, dropout_rng_));
+  classifier_ = register_module(
+      "classifier",
+      std::make_shared<Linear>(LinearOptions{o.d_model, o.num_classes, true, o.init}, rng));
+}
+
+EncoderLayer& Encoder::layer(int64_t l) {
+  if (l < 0 || l >= num_layers())
+    fail("encoder: layer {} out of range (the encoder has {} layers)", l, num_layers());
+  return *layers_[static_cast<size_t>(l)];
+}
+
+void Encoder::reset_head_gates() {
+  for (auto& l : layers_) {
+    l->attn->reset_head_mask();
+    l->attn->set_gate_requires_grad(false);
+  }
+}
+
+EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> features,
+                               int64_t batch, int64_t length, const Tensor* key_padding_mask,
+                               bool need_weights) {
+  if (features.size() != embeddings_.size())
+    fail("encoder: {} input features given but the model has {} (vocab_sizes)", features.size(),
+         embeddings_.size());
+  if (batch <= 0 || length <= 0 || length > options_.max_len)
+    fail("encoder: batch {} and length {} must be positive with length <= max_len {}", batch,
+         length, options_.max_len);
+  const Shape ids_shape{batch, length};
+  Var x = embeddings_[0]->forward(features[0], ids_shape);  // [B, T, D]
+  for (size_t f = 1; f < features.size(); ++f)
+    x = add(x, embeddings_[f]->forward(features[f], ids_shape));
+  x = positions_->forward(x);
+  if (is_training() && options_.dropout > 0.0f)
+    x = dropout(x, options_.dropout, *dropout_rng_, true);
+
+  EncoderOutput out;
+  if (need_weights) out.weights.reserve(layers_.size());
+  for (auto& layer : layers_) {
+    EncoderLayerOutput y = layer->forward(x, key_padding_mask, nullptr, need_weights);
+    x = y.output;
+    if (need_weights) out.weights.push_back(y.weights);
+  }
+  if (final_norm_) x = final_norm_->forward(x);
+  out.hidden = x;
+  out.logits = classifier_->forward(x);
+  return out;
+}
+
+}  // namespace headlab

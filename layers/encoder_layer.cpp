@@ -1,0 +1,69 @@
+#include "layers/encoder_layer.h"
+
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "layers/dropout.h"
+
+namespace headlab {
+
+NormPosition parse_norm_position(std::string_view name, std::string_view what) {
+  if (name == "pre") return NormPosition::pre;
+  if (name == "post") return NormPosition::post;
+  fail("{}: unknown norm '{}' (known: pre, post)", what, name);
+}
+
+toml::table inherited_slot_options(const EncoderLayerOptions& o) {
+  return toml::table{
+      {"d_model", o.d_model},
+      {"heads", o.heads},
+      {"head_dim", o.head_dim},
+      {"d_ff", o.d_ff},
+      {"activation", o.activation == Activation::gelu ? "gelu" : "relu"},
+      {"attn_dropout", static_cast<double>(o.attn_dropout)},
+      {"init", init_name(o.init)},
+  };
+}
+
+EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
+                           std::shared_ptr<Rng> dropout_rng)
+    : options_(options),
+      dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(0)) {
+  check_dropout_p(options.dropout, "encoder_layer: dropout");
+  const toml::table inherited = inherited_slot_options(options);
+  auto attention = make_layer(options.attention_layer, inherited, rng, dropout_rng_);
+  attn = std::dynamic_pointer_cast<MultiHeadAttention>(attention);
+  if (!attn)
+    fail("encoder_layer: layer '{}' cannot fill the attention slot: it is not a "
+         "MultiHeadAttention",
+         options.attention_layer.name);
+  register_module("attn", attn);
+  ffn = register_module("ffn", make_layer(options.ffn_layer, inherited, rng, dropout_rng_));
+  norm1 = register_module("norm1", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
+  norm2 = register_module("norm2", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
+}
+
+Var EncoderLayer::residual_dropout(const Var& y) {
+  if (!is_training() || options_.dropout == 0.0f) return y;
+  return dropout(y, options_.dropout, *dropout_rng_, true);
+}
+
+EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding_mask,
+                                         const Tensor* attn_mask, bool need_weights) {
+  if (x.rank() != 3 || x.size(2) != options_.d_model)
+    fail("encoder_layer: input shape {} must be [B, T, {}]", x.shape().str(), options_.d_model);
+  AttentionOutput a;
+  Var y;
+  if (options_.norm == NormPosition::pre) {
+    Var n = norm1->forward(x);
+    a = attn->forward(n, n, n, key_padding_mask, attn_mask, need_weights);
+    y = add(x, residual_dropout(a.output));
+    y = add(y, residual_dropout(ffn->forward(norm2->forward(y))));
+  } else {
+    a = attn->forward(x, x, x, key_padding_mask, attn_mask, need_weights);
+    y = norm1->forward(add(x, residual_dropout(a.output)));
+    y = norm2->forward(add(y, residual_dropout(ffn->forward(y))));
+  }
+  return {y, a.weights};
+}
+
+}  // namespace headlab

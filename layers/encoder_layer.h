@@ -1,0 +1,79 @@
+#pragma once
+// EncoderLayer: self-attention and a feed-forward block, each with a residual connection and a
+// norm, in one of two arrangements:
+//   norm "post" (Vaswani et al. 2017):  x = N1(x + drop(Attn(x)));  x = N2(x + drop(FFN(x)))
+//   norm "pre"  (Xiong et al. 2020):    x = x + drop(Attn(N1(x)));  x = x + drop(FFN(N2(x)))
+//   x [B, T, d_model] -> [B, T, d_model]
+// drop is residual dropout (option dropout, as the paper's P_drop); attention dropout on the
+// softmax weights is attn_dropout. The three slots are built through the registry, so any
+// registered layer can fill them: attention must be a MultiHeadAttention (or subclass), ffn and
+// norm any SequenceLayer mapping [B, T, d_model] to itself. Each slot's factory sees the
+// values below as inherited options (d_model, heads, head_dim, d_ff, activation, attn_dropout,
+// init) plus the slot's own table.
+// Children: "attn", "ffn", "norm1", "norm2".
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "core/rng.h"
+#include "layers/feed_forward.h"
+#include "layers/init.h"
+#include "layers/module.h"
+#include "layers/multi_head_attention.h"
+#include "layers/registry.h"
+
+namespace headlab {
+
+enum class NormPosition { pre, post };
+// "pre" or "post"; throws naming `what` otherwise.
+NormPosition parse_norm_position(std::string_view name, std::string_view what);
+
+struct EncoderLayerOptions {
+  int64_t d_model = 0;
+  int64_t heads = 1;
+  int64_t head_dim = 0;
+  int64_t d_ff = 0;
+  Activation activation = Activation::relu;
+  NormPosition norm = NormPosition::pre;
+  float dropout = 0.0f;
+  float attn_dropout = 0.0f;
+  Init init = Init::default_uniform;
+  LayerSpec attention_layer{"multi_head_attention", {}};
+  LayerSpec ffn_layer{"feed_forward", {}};
+  LayerSpec norm_layer{"layer_norm", {}};
+};
+
+// The values a slot's factory inherits from these options (d_model, heads, head_dim, d_ff,
+// activation, attn_dropout, init).
+toml::table inherited_slot_options(const EncoderLayerOptions& options);
+
+struct EncoderLayerOutput {
+  Var output;   // [B, T, d_model]
+  Var weights;  // [B, h, T, T] when need_weights
+};
+
+class EncoderLayer : public Module {
+ public:
+  // dropout_rng: shared generator for every dropout in the layer; null gives it its own.
+  EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
+               std::shared_ptr<Rng> dropout_rng = nullptr);
+
+  // key_padding_mask [B, T] and attn_mask [T, T] as in MultiHeadAttention (nonzero = masked).
+  EncoderLayerOutput forward(const Var& x, const Tensor* key_padding_mask = nullptr,
+                             const Tensor* attn_mask = nullptr, bool need_weights = false);
+
+  const EncoderLayerOptions& options() const { return options_; }
+  std::shared_ptr<MultiHeadAttention> attn;
+  std::shared_ptr<SequenceLayer> ffn;
+  std::shared_ptr<SequenceLayer> norm1;
+  std::shared_ptr<SequenceLayer> norm2;
+
+ private:
+  Var residual_dropout(const Var& y);
+
+  EncoderLayerOptions options_;
+  std::shared_ptr<Rng> dropout_rng_;
+};
+
+}  // namespace headlab

@@ -1,0 +1,128 @@
+#include "layers/multi_head_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "layers/dropout.h"
+#include "layers/registry.h"
+
+namespace headlab {
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& rng,
+                                       std::shared_ptr<Rng> dropout_rng)
+    : options_(options) {
+  if (options.d_model <= 0 || options.heads <= 0)
+    fail("multi_head_attention: d_model ({}) and heads ({}) must be positive", options.d_model,
+         options.heads);
+  if (options.head_dim < 0)
+    fail("multi_head_attention: head_dim is {} but must be >= 0", options.head_dim);
+  if (options.head_dim == 0 && options.d_model % options.heads != 0)
+    fail("multi_head_attention: heads = {} does not divide d_model = {} (set head_dim to use "
+         "heads * head_dim != d_model)",
+         options.heads, options.d_model);
+  check_dropout_p(options.attn_dropout, "multi_head_attention: attn_dropout");
+  head_dim_ = options.head_dim > 0 ? options.head_dim : options.d_model / options.heads;
+  const int64_t inner = options.heads * head_dim_;
+  const LinearOptions in{options.d_model, inner, options.bias, options.init};
+  w_q = register_module("w_q", std::make_shared<Linear>(in, rng));
+  w_k = register_module("w_k", std::make_shared<Linear>(in, rng));
+  w_v = register_module("w_v", std::make_shared<Linear>(in, rng));
+  w_o = register_module(
+      "w_o", std::make_shared<Linear>(
+                 LinearOptions{inner, options.d_model, options.bias, options.init}, rng));
+  gate_ = Var(Tensor::full({options.heads}, 1.0f), false);
+  dropout_rng_ = dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(rng.next_u64());
+}
+
+void MultiHeadAttention::set_head_mask(std::span<const float> mask) {
+  if (static_cast<int64_t>(mask.size()) != options_.heads)
+    fail("multi_head_attention: head mask has {} values but the layer has {} heads",
+         mask.size(), options_.heads);
+  float* g = gate_.value().data();
+  for (size_t i = 0; i < mask.size(); ++i) g[i] = mask[i];
+}
+
+void MultiHeadAttention::reset_head_mask() { gate_.value().fill_(1.0f); }
+
+void MultiHeadAttention::set_gate_requires_grad(bool on) { gate_.set_requires_grad(on); }
+
+bool MultiHeadAttention::gate_is_identity() const {
+  if (gate_.requires_grad()) return false;
+  for (float g : gate_.value().span())
+    if (g != 1.0f) return false;
+  return true;
+}
+
+void MultiHeadAttention::check_inputs(const Var& query, const Var& key, const Var& value,
+                                      const Tensor* key_padding_mask,
+                                      const Tensor* attn_mask) const {
+  const int64_t d = options_.d_model;
+  if (query.rank() != 3 || query.size(2) != d)
+    fail("multi_head_attention: query shape {} must be [B, T, {}]", query.shape().str(), d);
+  const int64_t b = query.size(0), t = query.size(1);
+  if (key.rank() != 3 || key.size(0) != b || key.size(2) != d)
+    fail("multi_head_attention: key shape {} must be [{}, S, {}] (query is {})",
+         key.shape().str(), b, d, query.shape().str());
+  if (value.shape() != key.shape())
+    fail("multi_head_attention: value shape {} must equal key shape {}", value.shape().str(),
+         key.shape().str());
+  const int64_t s = key.size(1);
+  if (key_padding_mask) check_shape("multi_head_attention", "key_padding_mask",
+                                    key_padding_mask->shape(), Shape{b, s});
+  if (attn_mask) check_shape("multi_head_attention", "attn_mask", attn_mask->shape(), Shape{t, s});
+}
+
+AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, const Var& value,
+                                            const Tensor* key_padding_mask,
+                                            const Tensor* attn_mask, bool need_weights) {
+  check_inputs(query, key, value, key_padding_mask, attn_mask);
+  const int64_t b = query.size(0), t = query.size(1), s = key.size(1), h = options_.heads;
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+  // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads
+  // moves it to its own [T, d] slab so one batched GEMM scores all heads.
+  Var q = split_heads(w_q->forward(query), h);  // [B, h, T, d]
+  Var k = split_heads(w_k->forward(key), h);    // [B, h, S, d]
+  Var v = split_heads(w_v->forward(value), h);  // [B, h, S, d]
+  Var scores = scale(batched_matmul(q, k, false, true),
+                     1.0f / std::sqrt(static_cast<float>(head_dim_)));  // [B, h, T, S]
+  if (key_padding_mask) scores = masked_fill(scores, key_padding_mask->view({b, 1, 1, s}), kMasked);
+  if (attn_mask) scores = masked_fill(scores, attn_mask->view({1, 1, t, s}), kMasked);
+  Var weights = softmax(scores);  // masked keys get 0; fully masked rows are all 0
+
+  Var attend = weights;
+  if (is_training() && options_.attn_dropout > 0.0f)
+    attend = dropout(weights, options_.attn_dropout, *dropout_rng_, true);
+  Var heads = batched_matmul(attend, v);  // [B, h, T, d]
+  if (!gate_is_identity()) heads = headlab::head_gate(heads, gate_);
+  Var out = w_o->forward(merge_heads(heads));  // [B, T, h*d] -> [B, T, d_model]
+  return {out, need_weights ? weights : Var()};
+}
+
+Tensor average_heads(const Tensor& weights) {
+  if (weights.rank() != 4)
+    fail("average_heads: weights shape {} must be [B, h, T, S]", weights.shape().str());
+  const int64_t b = weights.size(0), h = weights.size(1), ts = weights.size(2) * weights.size(3);
+  Tensor out = Tensor::zeros({b, weights.size(2), weights.size(3)});
+  const float* w = weights.data();
+  float* o = out.data();
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      for (int64_t k = 0; k < ts; ++k) o[i * ts + k] += w[(i * h + j) * ts + k] / h;
+  return out;
+}
+
+std::shared_ptr<SequenceLayer> make_multi_head_attention_layer(LayerOptions& o) {
+  MultiHeadAttentionOptions opt;
+  opt.d_model = o.require_int("d_model");
+  opt.heads = o.get_int("heads", 1);
+  opt.head_dim = o.get_int("head_dim", 0);
+  opt.attn_dropout = o.get_float("attn_dropout", 0.0f);
+  opt.bias = o.get_bool("bias", true);
+  opt.init = parse_init(o.get_string("init", "default"), "multi_head_attention");
+  return std::make_shared<MultiHeadAttention>(opt, o.init_rng(), o.dropout_rng());
+}
+
+}  // namespace headlab

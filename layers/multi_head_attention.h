@@ -1,0 +1,102 @@
+#pragma once
+// MultiHeadAttention (Vaswani et al. 2017, sec. 3.2.2), with fused projections:
+//   Q = query W_q^T + b_q   [B, T, h*d]      K = key W_k^T + b_k, V = value W_v^T + b_v  [B, S, h*d]
+//   A_i = softmax(Q_i K_i^T / sqrt(d) + masks)                 [B, h, T, S]  (weights)
+//   head_i = dropout(A_i) V_i                                  [B, h, T, d]
+//   out = Concat(g_1 head_1, ..., g_h head_h) W_o^T + b_o      [B, T, d_model]
+// Row block i of the fused w_q.weight ([h*d, d_model]) is the seed's W_i^Q transposed, so this
+// equals the per-head formula head_i = softmax(Q W_i^Q (K W_i^K)^T / sqrt(d_k)) V W_i^V (a test
+// checks it against a plain per-head reference). d = head_dim, default d_model / heads.
+//
+// Masks (PyTorch's boolean convention: nonzero = masked, that key gets weight 0):
+//   key_padding_mask [B, S]: nonzero marks padding keys, masked for every query.
+//   attn_mask [T, S]: nonzero at (t, s) hides key s from query t (causal: s > t).
+// A query whose keys are all masked gets a zero weight row (never NaN), so its attention
+// context is zero and its output row is w_o's bias.
+//
+// Head gate g [h] (Michel et al. 2019): a Var of ones, not a parameter (not in
+// named_parameters or state_dict). set_head_mask() ablates heads (0 removes exactly that
+// head's contribution); set_gate_requires_grad(true) makes dL/dg_h available in
+// head_gate().grad() after backward, the importance I_h = |dL/dg_h|.
+//
+// Attention dropout (option attn_dropout, inverted, training only) acts on the weights that
+// multiply V; the weights returned with need_weights are the softmax output before dropout.
+// Children: "w_q", "w_k", "w_v" (Linear d_model -> h*d), "w_o" (Linear h*d -> d_model).
+// Throws headlab::Error for bad options (heads not dividing d_model without head_dim) and for
+// inputs or masks of the wrong shape, naming the argument and both shapes.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/rng.h"
+#include "layers/init.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+
+namespace headlab {
+
+class LayerOptions;
+
+struct MultiHeadAttentionOptions {
+  int64_t d_model = 0;
+  int64_t heads = 1;
+  int64_t head_dim = 0;  // 0: d_model / heads (which must divide)
+  float attn_dropout = 0.0f;
+  bool bias = true;
+  Init init = Init::default_uniform;
+};
+
+struct AttentionOutput {
+  Var output;   // [B, T, d_model]
+  Var weights;  // [B, h, T, S] per head; undefined unless need_weights
+};
+
+class MultiHeadAttention : public SequenceLayer {
+ public:
+  // dropout_rng: masks for attn_dropout; null gives the layer its own, seeded from `rng` after
+  // the parameters are drawn.
+  MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& rng,
+                     std::shared_ptr<Rng> dropout_rng = nullptr);
+
+  // Cross-attention when key/value differ from query. key and value share [B, S, d_model].
+  virtual AttentionOutput forward(const Var& query, const Var& key, const Var& value,
+                                  const Tensor* key_padding_mask = nullptr,
+                                  const Tensor* attn_mask = nullptr, bool need_weights = false);
+  // Self-attention without masks (the SequenceLayer interface).
+  Var forward(const Var& x) override { return forward(x, x, x).output; }
+
+  const MultiHeadAttentionOptions& options() const { return options_; }
+  int64_t heads() const { return options_.heads; }
+  int64_t head_dim() const { return head_dim_; }
+
+  // The gate [h]. Its value may also be edited in place.
+  const Var& head_gate() const { return gate_; }
+  // Sets the gate to `mask` (h values; 0 ablates, 1 keeps). Throws on a wrong length.
+  void set_head_mask(std::span<const float> mask);
+  // Back to all ones.
+  void reset_head_mask();
+  void set_gate_requires_grad(bool on);
+
+  std::shared_ptr<Linear> w_q, w_k, w_v, w_o;
+
+ private:
+  void check_inputs(const Var& query, const Var& key, const Var& value,
+                    const Tensor* key_padding_mask, const Tensor* attn_mask) const;
+  bool gate_is_identity() const;
+
+  MultiHeadAttentionOptions options_;
+  int64_t head_dim_ = 0;
+  Var gate_;
+  std::shared_ptr<Rng> dropout_rng_;
+};
+
+// Averages per-head weights [B, h, T, S] over heads -> [B, T, S] (what PyTorch returns by
+// default); not differentiable.
+Tensor average_heads(const Tensor& weights);
+
+// Registry factory "multi_head_attention": keys d_model, heads, head_dim, attn_dropout, bias,
+// init.
+std::shared_ptr<SequenceLayer> make_multi_head_attention_layer(LayerOptions& options);
+
+}  // namespace headlab

@@ -1,0 +1,112 @@
+#pragma once
+// The layer registry: one map from the names used in config files ("layer_norm",
+// "feed_forward", "multi_head_attention", ...) to factories that build the layer from its TOML
+// options table. The encoder fills its norm, ffn and attention slots through it, so a layer
+// registered by a user can be selected from a config without editing the library.
+//
+// Registering a layer from outside the library is one line, at namespace scope in any .cpp of
+// the executable:
+//     static headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm);
+// or, equivalently, a call `headlab::register_layer("rms_norm", make_rms_norm);` in main.
+//
+// A factory reads its options through LayerOptions. Keys come from the layer's own table (e.g.
+// [model.norm_options]) or, when absent there, from values the enclosing model passes down
+// (d_model, heads, head_dim, d_ff, activation, dropout, attn_dropout, max_len), else from the
+// factory's default. Every key of the own table must be read: after the factory returns, any
+// key it never asked for is an error listing the keys it did ask for. So a factory should ask
+// for all of its keys unconditionally.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "core/rng.h"
+#include "layers/module.h"
+
+namespace headlab {
+
+class LayerOptions {
+ public:
+  // `own`: the layer's table (checked for unknown keys). `inherited`: values from the model
+  // (never checked). `dropout_rng`: shared generator for dropout masks; when null, one is
+  // created on first request, seeded from init_rng.
+  LayerOptions(std::string layer, const toml::table& own, const toml::table& inherited,
+               Rng& init_rng, std::shared_ptr<Rng> dropout_rng = nullptr);
+
+  // Typed reads. Throw headlab::Error naming the layer, key, expected and actual type, and the
+  // file:line:col when the table came from a file. Integers are accepted where a float is
+  // expected; floats are not accepted where an integer is.
+  int64_t get_int(std::string_view key, int64_t fallback);
+  float get_float(std::string_view key, float fallback);
+  bool get_bool(std::string_view key, bool fallback);
+  std::string get_string(std::string_view key, std::string_view fallback);
+  // As get_int, but the key must be present (own or inherited); throws otherwise.
+  int64_t require_int(std::string_view key);
+
+  const std::string& layer() const { return layer_; }
+  Rng& init_rng() const { return init_rng_; }
+  std::shared_ptr<Rng> dropout_rng();
+
+  // Keys asked for so far, in order.
+  const std::vector<std::string>& known_keys() const { return known_; }
+  // Throws "layers: unknown option 'epss' for layer 'layer_norm' (known: d_model, eps, ...)"
+  // for every key of the own table that was never asked for.
+  void check_all_used() const;
+
+ private:
+  const toml::node* find(std::string_view key);
+  std::string where(const toml::node& node) const;
+  std::string where_key(const toml::key& key) const;
+  std::string where_region(const toml::source_region& src) const;
+
+  std::string layer_;
+  const toml::table& own_;
+  const toml::table& inherited_;
+  Rng& init_rng_;
+  std::shared_ptr<Rng> dropout_rng_;
+  std::vector<std::string> known_;
+};
+
+// A registry name plus that layer's own options table: what a config slot holds, e.g.
+// norm_layer = "rms_norm" with [model.norm_options] eps = 1e-6.
+struct LayerSpec {
+  std::string name;
+  toml::table options;
+};
+
+using LayerFactory = std::function<std::shared_ptr<SequenceLayer>(LayerOptions&)>;
+
+// Adds a factory under `name`. Throws if the name is empty or already registered.
+void register_layer(std::string name, LayerFactory factory);
+// Registers at static-initialisation time: `static LayerRegistrar r("name", factory);`.
+struct LayerRegistrar {
+  LayerRegistrar(std::string name, LayerFactory factory);
+};
+
+bool has_layer(std::string_view name);
+// Every registered name, sorted (the built-ins and any user layers).
+std::vector<std::string> registered_layers();
+
+// Builds layer `name` from its options table. Throws "layers: unknown layer 'rms_nrom'
+// (known: dropout, feed_forward, ...)" for an unknown name, and the LayerOptions errors for
+// unknown keys or wrong types.
+std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const toml::table& options,
+                                          const toml::table& inherited, Rng& init_rng,
+                                          std::shared_ptr<Rng> dropout_rng = nullptr);
+inline std::shared_ptr<SequenceLayer> make_layer(std::string_view name,
+                                                 const toml::table& options, Rng& init_rng) {
+  return make_layer(name, options, toml::table{}, init_rng);
+}
+
+inline std::shared_ptr<SequenceLayer> make_layer(const LayerSpec& spec,
+                                                 const toml::table& inherited, Rng& init_rng,
+                                                 std::shared_ptr<Rng> dropout_rng = nullptr) {
+  return make_layer(spec.name, spec.options, inherited, init_rng, std::move(dropout_rng));
+}
+
+}  // namespace headlab

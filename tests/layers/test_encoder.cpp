@@ -1,0 +1,224 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "core/error.h"
+#include "layers/encoder.h"
+#include "layers/layer_norm.h"
+#include "tests/layers/reference.h"
+
+using namespace headlab;
+using namespace headlab::testing;
+
+namespace {
+
+EncoderOptions tiny_options() {
+  EncoderOptions o;
+  o.vocab_sizes = {7, 3};
+  o.max_len = 6;
+  o.d_model = 8;
+  o.heads = 2;
+  o.layers = 2;
+  o.d_ff = 12;
+  o.num_classes = 5;
+  return o;
+}
+
+struct Batch {
+  std::vector<int32_t> cat, col;
+  int64_t b = 2, t = 5;
+};
+
+Batch make_batch(Rng& rng, const EncoderOptions& o, int64_t b = 2, int64_t t = 5) {
+  Batch batch{{}, {}, b, t};
+  for (int64_t i = 0; i < b * t; ++i) {
+    batch.cat.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[0])));
+    batch.col.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[1])));
+  }
+  return batch;
+}
+
+// Applies a LayerNorm / FeedForward slot by its reference formula.
+Vec ref_norm(const SequenceLayer& norm, const Vec& x, int64_t d) {
+  const auto& ln = dynamic_cast<const LayerNorm&>(norm);
+  return ref_layer_norm(x, d, ln.weight.value(), ln.bias.value(), ln.options().eps);
+}
+Vec ref_ffn(const SequenceLayer& layer, const Vec& x) {
+  const auto& ffn = dynamic_cast<const FeedForward&>(layer);
+  Vec h = ref_linear(x, ffn.w1->weight.value(), &ffn.w1->bias.value());
+  for (double& v : h) v = std::max(v, 0.0);
+  return ref_linear(h, ffn.w2->weight.value(), &ffn.w2->bias.value());
+}
+Tensor to_tensor(const Vec& v, const Shape& shape) {
+  Tensor t = Tensor::empty(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(v[i]);
+  return t;
+}
+Vec plus(const Vec& a, const Vec& b) {
+  Vec c(a.size());
+  for (size_t i = 0; i < a.size(); ++i) c[i] = a[i] + b[i];
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("layers: encoder_layer pre- and post-norm equal their formulas") {
+  for (NormPosition norm : {NormPosition::pre, NormPosition::post}) {
+    CAPTURE(norm == NormPosition::pre);
+    Rng rng(21);
+    EncoderLayerOptions o;
+    o.d_model = 8;
+    o.heads = 2;
+    o.d_ff = 12;
+    o.norm = norm;
+    EncoderLayer layer(o, rng);
+    const Shape shape{2, 4, 8};
+    const Tensor x = randn(shape, rng);
+    const Vec xv = to_vec(x);
+    auto attn = [&](const Vec& in) {
+      const Tensor t = to_tensor(in, shape);
+      return ref_attention(*layer.attn, t, t, t, nullptr, nullptr, {1.0, 1.0}).output;
+    };
+    Vec y;
+    if (norm == NormPosition::pre) {
+      y = plus(xv, attn(ref_norm(*layer.norm1, xv, 8)));
+      y = plus(y, ref_ffn(*layer.ffn, ref_norm(*layer.norm2, y, 8)));
+    } else {
+      y = ref_norm(*layer.norm1, plus(xv, attn(xv)), 8);
+      y = ref_norm(*layer.norm2, plus(y, ref_ffn(*layer.ffn, y)), 8);
+    }
+    CHECK(max_abs_diff(layer.forward(Var(x)).output.value(), y) < 1e-4);
+  }
+  Rng rng(1);
+  CHECK_THROWS_WITH_AS(parse_norm_position("sandwich", "model.norm"),
+                       doctest::Contains("known: pre, post"), Error);
+}
+
+TEST_CASE("layers: encoder shapes, per-layer weights and parameter names") {
+  Rng rng(1);
+  EncoderOptions o = tiny_options();
+  Encoder model(o, rng);
+  Batch batch = make_batch(rng, o);
+  EncoderOutput out = model.forward({batch.cat, batch.col}, batch.b, batch.t, nullptr, true);
+  CHECK(out.logits.shape() == Shape{2, 5, 5});
+  CHECK(out.hidden.shape() == Shape{2, 5, 8});
+  REQUIRE(out.weights.size() == 2);
+  for (const Var& w : out.weights) CHECK(w.shape() == Shape{2, 2, 5, 5});
+  CHECK(model.forward({batch.cat, batch.col}, batch.b, batch.t).weights.empty());
+
+  std::vector<std::string> names;
+  for (const auto& p : model.named_parameters()) names.push_back(p.name);
+  for (const char* expected :
+       {"embeddings.0.weight", "embeddings.1.weight", "positions.weight",
+        "layers.0.attn.w_q.weight", "layers.0.attn.w_o.bias", "layers.1.ffn.w1.weight",
+        "layers.1.norm2.weight", "final_norm.bias", "classifier.weight"})
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), expected) != names.end(), expected);
+  CHECK(names.front() == "embeddings.0.weight");
+  CHECK(names.back() == "classifier.bias");
+
+  o.norm = NormPosition::post;
+  o.positions = PositionKind::sinusoidal;
+  Encoder post(o, rng);
+  for (const auto& p : post.named_parameters()) {
+    CHECK(p.name.rfind("final_norm", 0) == std::string::npos);
+    CHECK(p.name.rfind("positions", 0) == std::string::npos);
+  }
+}
+
+TEST_CASE("layers: encoder input is the sum of feature embeddings and positions") {
+  Rng rng(2);
+  EncoderOptions o = tiny_options();
+  o.layers = 0;
+  o.norm = NormPosition::post;  // no final norm: hidden is the input sum itself
+  Encoder model(o, rng);
+  Batch batch = make_batch(rng, o);
+  EncoderOutput out = model.forward({batch.cat, batch.col}, batch.b, batch.t);
+  const auto params = model.named_parameters();
+  const Tensor &e0 = params[0].var.value(), &e1 = params[1].var.value(),
+               &pos = params[2].var.value();
+  for (int64_t b = 0; b < batch.b; ++b)
+    for (int64_t t = 0; t < batch.t; ++t)
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t i = b * batch.t + t;
+        const double expected = e0[batch.cat[i] * 8 + j] + e1[batch.col[i] * 8 + j] + pos[t * 8 + j];
+        CHECK(out.hidden.value()[i * 8 + j] == doctest::Approx(expected));
+      }
+}
+
+TEST_CASE("layers: encoder dropout stream is reproducible from its saved state") {
+  Rng rng(3);
+  EncoderOptions o = tiny_options();
+  o.dropout = 0.2f;
+  o.attn_dropout = 0.3f;
+  Encoder model(o, rng);
+  Batch batch = make_batch(rng, o);
+  const Rng::State saved = model.dropout_rng().state();
+  const Tensor a = model.forward({batch.cat, batch.col}, 2, 5).logits.value().clone();
+  const Tensor b = model.forward({batch.cat, batch.col}, 2, 5).logits.value().clone();
+  CHECK(max_abs_diff(a, b) > 1e-4);  // a fresh mask each call
+  model.dropout_rng().set_state(saved);
+  CHECK(max_abs_diff(model.forward({batch.cat, batch.col}, 2, 5).logits.value(), a) == 0.0);
+  model.eval();
+  const Tensor e1 = model.forward({batch.cat, batch.col}, 2, 5).logits.value().clone();
+  CHECK(max_abs_diff(model.forward({batch.cat, batch.col}, 2, 5).logits.value(), e1) == 0.0);
+}
+
+TEST_CASE("layers: encoder evaluation under NoGradGuard records nothing") {
+  Rng rng(4);
+  EncoderOptions o = tiny_options();
+  Encoder model(o, rng);
+  model.eval();
+  Batch batch = make_batch(rng, o);
+  const size_t before = Tape::current().size();
+  {
+    NoGradGuard no_grad;
+    EncoderOutput out = model.forward({batch.cat, batch.col}, 2, 5, nullptr, true);
+    CHECK_FALSE(out.logits.requires_grad());
+    CHECK(out.weights.size() == 2);
+  }
+  CHECK(Tape::current().size() == before);
+}
+
+TEST_CASE("layers: encoder head gates ablate and give importance per layer") {
+  Rng rng(5);
+  EncoderOptions o = tiny_options();
+  Encoder model(o, rng);
+  model.eval();
+  Batch batch = make_batch(rng, o);
+  const Tensor full = model.forward({batch.cat, batch.col}, 2, 5).logits.value().clone();
+  const std::vector<float> off = {0.0f, 1.0f};
+  model.attention(1).set_head_mask(off);
+  CHECK(max_abs_diff(model.forward({batch.cat, batch.col}, 2, 5).logits.value(), full) > 1e-4);
+  model.reset_head_gates();
+  CHECK(max_abs_diff(model.forward({batch.cat, batch.col}, 2, 5).logits.value(), full) == 0.0);
+
+  for (int64_t l = 0; l < model.num_layers(); ++l) model.attention(l).set_gate_requires_grad(true);
+  std::vector<int32_t> labels(10, 1);
+  cross_entropy(model.forward({batch.cat, batch.col}, 2, 5).logits, labels).backward();
+  for (int64_t l = 0; l < model.num_layers(); ++l) {
+    REQUIRE(model.head_gate(l).has_grad());
+    CHECK(model.head_gate(l).grad().shape() == Shape{2});
+  }
+  CHECK_THROWS_WITH_AS(model.layer(2), doctest::Contains("has 2 layers"), Error);
+}
+
+TEST_CASE("layers: encoder rejects inconsistent options and inputs") {
+  Rng rng(6);
+  EncoderOptions o = tiny_options();
+  Encoder model(o, rng);
+  Batch batch = make_batch(rng, o);
+  CHECK_THROWS_WITH_AS(model.forward({batch.cat}, 2, 5),
+                       doctest::Contains("1 input features given but the model has 2"), Error);
+  Batch longer = make_batch(rng, o, 1, 7);
+  CHECK_THROWS_WITH_AS(model.forward({longer.cat, longer.col}, 1, 7),
+                       doctest::Contains("max_len 6"), Error);
+  o.heads = 3;
+  CHECK_THROWS_WITH_AS(Encoder(o, rng), doctest::Contains("does not divide"), Error);
+  o = tiny_options();
+  o.vocab_sizes = {};
+  CHECK_THROWS_WITH_AS(Encoder(o, rng), doctest::Contains("vocab_sizes"), Error);
+}
