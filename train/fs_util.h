@@ -50,7 +50,7 @@ std::string read_file(const std::filesystem::path& path, uint64_t max_bytes);
 void fsync_directory(const std::filesystem::path& dir);
 
 // mkdir -p; throws naming the path and reason (e.g. "Not a directory" under a regular file).
-void create_directories(const std::filesystem::path& dir);
+void make_directories(const std::filesystem::path& dir);
 
 // rename(2): atomic within a file system; replaces an existing file or empty directory.
 void rename_path(const std::filesystem::path& from, const std::filesystem::path& to);
@@ -61,6 +61,6 @@ void rename_path(const std::filesystem::path& from, const std::filesystem::path&
 void replace_symlink(const std::filesystem::path& link, const std::string& target);
 
 // Removes a file or directory tree; missing is fine. Throws on failure.
-void remove_all(const std::filesystem::path& path);
+void remove_tree(const std::filesystem::path& path);
 
 }  // namespace headlab

@@ -52,7 +52,7 @@ struct DependencyGrammar {
 };
 
 struct DependencyOptions {
-  int64_t colours = 4;  // K, in [2, 64]
+  int64_t colours = 4;                                           // K, in [2, 64]
   std::vector<std::string> relations = {"PREV", "HEAD", "SEM"};  // 1..4 distinct names
   std::string embedding = "factored";                            // "factored" | "joint"
 };
