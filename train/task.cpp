@@ -1,0 +1,20 @@
+#include "train/task.h"
+
+#include "core/error.h"
+#include "train/config.h"
+#include "train/task_dependency.h"
+
+namespace headlab {
+
+std::unique_ptr<Task> make_task(const TaskConfig& config) {
+  if (config.name == "dependency") {
+    DependencyOptions options;
+    options.colours = config.colours;
+    options.relations = config.relations;
+    options.embedding = config.embedding;
+    return std::make_unique<DependencyTask>(options);
+  }
+  fail("task.name = '{}' is unknown: expected \"dependency\"", config.name);
+}
+
+}  // namespace headlab
