@@ -8,10 +8,18 @@ namespace headlab {
 
 Tape::~Tape() { clear(); }
 
+namespace {
+thread_local Tape* g_scoped_tape = nullptr;  // set by TapeScope
+}
+
 Tape& Tape::current() {
+  if (g_scoped_tape != nullptr) return *g_scoped_tape;
   thread_local Tape tape;
   return tape;
 }
+
+TapeScope::TapeScope(Tape& tape) : previous_(g_scoped_tape) { g_scoped_tape = &tape; }
+TapeScope::~TapeScope() { g_scoped_tape = previous_; }
 
 void Tape::record(const char* op, const Var& output, Backward backward) {
   HEADLAB_ASSERT(output.tape() == this);

@@ -26,7 +26,8 @@ class Tape {
   Tape& operator=(const Tape&) = delete;
   ~Tape();
 
-  // This thread's default tape: ops whose inputs are all leaves record here.
+  // This thread's current tape: ops whose inputs are all leaves record here. It is the
+  // thread's own default tape unless a TapeScope is active.
   static Tape& current();
 
   void record(const char* op, const Var& output, Backward backward);
@@ -48,6 +49,20 @@ class Tape {
   };
   std::vector<Entry> entries_;
   uint64_t generation_ = 1;
+};
+
+// RAII: makes `tape` this thread's Tape::current() for its lifetime (scopes nest). Used for
+// isolated recordings (gradcheck records on a private tape) and to hold several tapes at once.
+// The tape must outlive the scope and every value recorded on it.
+class TapeScope {
+ public:
+  explicit TapeScope(Tape& tape);
+  ~TapeScope();
+  TapeScope(const TapeScope&) = delete;
+  TapeScope& operator=(const TapeScope&) = delete;
+
+ private:
+  Tape* previous_;
 };
 
 // Prepares an op's output: allocates a value of `shape` (uninitialised) and decides whether the

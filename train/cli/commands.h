@@ -11,5 +11,6 @@ namespace headlab::cli {
 enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3 };
 
 void add_info_command(CLI::App& app, int& exit_code);
+void add_gradcheck_command(CLI::App& app, int& exit_code);
 
 }  // namespace headlab::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", HEADLAB_VERSION);
   int exit_code = cli::kOk;
   cli::add_info_command(app, exit_code);
+  cli::add_gradcheck_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

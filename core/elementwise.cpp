@@ -1,0 +1,139 @@
+#include "core/elementwise.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace headlab::ew {
+
+void scale(const float* x, int64_t n, float alpha, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i];
+}
+
+void axpy(const float* x, int64_t n, float alpha, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void add_broadcast(const float* a, int64_t n, const float* b, int64_t nb, float alpha, float* out) {
+  if (nb == 0) return;
+  for (int64_t base = 0; base < n; base += nb)
+    for (int64_t j = 0; j < nb; ++j) out[base + j] = a[base + j] + alpha * b[j];
+}
+
+void mul_broadcast(const float* a, int64_t n, const float* b, int64_t nb, float* out) {
+  if (nb == 0) return;
+  for (int64_t base = 0; base < n; base += nb)
+    for (int64_t j = 0; j < nb; ++j) out[base + j] = a[base + j] * b[j];
+}
+
+// Column sums walk the rows in order (cache friendly) for a block of columns at a time, with
+// the block's accumulators in double on the stack.
+namespace {
+constexpr int64_t kBlock = 64;
+
+template <class Term>
+void column_sums(int64_t rows, int64_t cols, float alpha, float* out, Term term) {
+  std::array<double, kBlock> acc;
+  for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
+    const int64_t w = std::min(kBlock, cols - j0);
+    std::fill_n(acc.begin(), w, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < w; ++j) acc[j] += term(r * cols + j0 + j);
+    for (int64_t j = 0; j < w; ++j) out[j0 + j] = static_cast<float>(alpha * acc[j]);
+  }
+}
+}  // namespace
+
+void sum_rows(const float* x, int64_t rows, int64_t cols, float alpha, float* out) {
+  column_sums(rows, cols, alpha, out, [x](int64_t i) { return static_cast<double>(x[i]); });
+}
+
+void sum_rows_product(const float* a, const float* b, int64_t rows, int64_t cols, float* out) {
+  column_sums(rows, cols, 1.0f, out,
+              [a, b](int64_t i) { return static_cast<double>(a[i]) * static_cast<double>(b[i]); });
+}
+
+double sum(const float* x, int64_t n) {
+  double acc = 0.0;
+  for (int64_t i = 0; i < n; ++i) acc += x[i];
+  return acc;
+}
+
+void swap_middle_dims(const float* x, int64_t n0, int64_t n1, int64_t n2, int64_t n3, float* out) {
+  // x[i, j, k, :] -> out[i, k, j, :]; rows of n3 floats move as a block.
+  for (int64_t i = 0; i < n0; ++i)
+    for (int64_t j = 0; j < n1; ++j)
+      for (int64_t k = 0; k < n2; ++k) {
+        const float* src = x + ((i * n1 + j) * n2 + k) * n3;
+        float* dst = out + ((i * n2 + k) * n1 + j) * n3;
+        if (n3 == 1)
+          *dst = *src;
+        else
+          std::memcpy(dst, src, sizeof(float) * n3);
+      }
+}
+
+void gather_rows(const float* table, int64_t dim, const int32_t* ids, int64_t n, float* out) {
+  if (dim == 0) return;
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out + i * dim, table + static_cast<int64_t>(ids[i]) * dim, sizeof(float) * dim);
+}
+
+static_assert(sizeof(float) == sizeof(int32_t));
+
+void store_ids(const int32_t* ids, int64_t n, float* bits) {
+  if (n > 0) std::memcpy(bits, ids, sizeof(int32_t) * n);
+}
+
+int32_t load_id(const float* bits, int64_t i) {
+  int32_t id;
+  std::memcpy(&id, bits + i, sizeof(id));
+  return id;
+}
+
+void scatter_add_rows(const float* src, int64_t dim, const float* id_bits, int64_t n,
+                      float* table) {
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = table + static_cast<int64_t>(load_id(id_bits, i)) * dim;
+    const float* s = src + i * dim;
+    for (int64_t j = 0; j < dim; ++j) row[j] += s[j];
+  }
+}
+
+void masked_fill(const float* x, const Shape& x_shape, const float* mask, const Shape& mask_shape,
+                 float value, float* out) {
+  const int rank = x_shape.rank();
+  const int64_t n = x_shape.numel();
+  if (n == 0) return;
+  if (rank == 0) {
+    out[0] = mask[0] != 0.0f ? value : x[0];
+    return;
+  }
+  // Stride of each mask dim in the mask's buffer, 0 where it broadcasts.
+  std::array<int64_t, Shape::kMaxRank> mstride{};
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    mstride[d] = mask_shape[d] == 1 ? 0 : s;
+    s *= mask_shape[d];
+  }
+  const int64_t cols = x_shape[rank - 1];
+  const int64_t inner = mstride[rank - 1];
+  std::array<int64_t, Shape::kMaxRank> idx{};  // odometer over the leading dims
+  for (int64_t base = 0; base < n; base += cols) {
+    int64_t moff = 0;
+    for (int d = 0; d < rank - 1; ++d) moff += idx[d] * mstride[d];
+    for (int64_t j = 0; j < cols; ++j)
+      out[base + j] = mask[moff + j * inner] != 0.0f ? value : x[base + j];
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++idx[d] < x_shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void dropout_mask(Rng& rng, float p, float* mask, int64_t n) {
+  const float keep_scale = 1.0f / (1.0f - p);
+  for (int64_t i = 0; i < n; ++i) mask[i] = rng.uniform() < p ? 0.0f : keep_scale;
+}
+
+}  // namespace headlab::ew
