@@ -3,9 +3,13 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "autograd/gradcheck.h"
 #include "autograd/op_checks.h"
@@ -121,4 +125,41 @@ TEST_CASE("autograd: gradcheck does not touch the caller's tape") {
   CHECK(Tape::current().size() == recorded);
   sum(pending).backward();
   CHECK(a.grad()[1] == doctest::Approx(2.0));
+}
+
+TEST_CASE("autograd: headlab gradcheck --json prints one object per check and exits 0") {
+  const std::string command =
+      std::string(HEADLAB_CLI) + " gradcheck --json --backend reference --only cross_entropy 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  int lines = 0;
+  size_t begin = 0;
+  for (size_t end; (end = out.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const nlohmann::json j = nlohmann::json::parse(out.substr(begin, end - begin));
+    CHECK(j.at("name") == "cross_entropy");
+    CHECK(j.at("kind") == "op");
+    CHECK(j.at("backend") == "reference");
+    CHECK(j.at("pass") == true);
+    CHECK(j.at("max_rel_error").get<double>() <= GradcheckOptions{}.rtol);
+    ++lines;
+  }
+  CHECK(lines == 5);  // the cross_entropy cases in op_checks
+}
+
+TEST_CASE("autograd: headlab gradcheck names an unknown case and exits non-zero") {
+  const std::string command = std::string(HEADLAB_CLI) + " gradcheck --only no_such_op 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(out.find("no case named 'no_such_op'") != std::string::npos);
 }
