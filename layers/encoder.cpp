@@ -50,6 +50,7 @@ void Encoder::reset_head_gates() {
   for (auto& l : layers_) {
     l->attn->reset_head_mask();
     l->attn->set_gate_requires_grad(false);
+    l->attn->head_gate().clear_grad();
   }
 }
 

@@ -18,8 +18,10 @@
 //   loss.backward();                          // grads in model.named_parameters()
 //   // evaluation: { NoGradGuard g; model.eval(); auto o = model.forward(feats, B, T, nullptr, true); }
 //   // o.weights[l] is layer l's [B, h, T, T] (per head, softmax before dropout)
-//   // ablation / importance: model.attention(l).set_head_mask(...),
-//   //   model.attention(l).set_gate_requires_grad(true); ... model.head_gate(l).grad()
+//   // ablation: model.attention(l).set_head_mask({1, 0, 1, 1}); ... model.reset_head_gates();
+//   // importance: model.attention(l).set_gate_requires_grad(true); forward, loss.backward();
+//   //   |model.head_gate(l).grad()[h]|; gate gradients accumulate across backward calls and
+//   //   model.zero_grad() does not touch them (gates are not parameters): head_gate(l).zero_grad()
 //   // checkpoint: model.state_dict(), and model.dropout_rng().state() / set_state()
 //
 // Parameter names: embeddings.<f>.weight, positions.weight (learned only),
@@ -94,7 +96,7 @@ class Encoder : public Module {
   EncoderLayer& layer(int64_t l);
   MultiHeadAttention& attention(int64_t l) { return *layer(l).attn; }
   const Var& head_gate(int64_t l) { return attention(l).head_gate(); }
-  // Sets every layer's gate back to ones and stops gate gradients.
+  // Sets every layer's gate back to ones, stops gate gradients and drops them.
   void reset_head_gates();
 
   // The generator of every dropout mask in the model; save/restore its state() in checkpoints.
