@@ -5,6 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+namespace headlab {
+class Trainer;
+}
+
 namespace headlab::cli {
 
 // Exit codes shared by every command.
@@ -12,5 +16,9 @@ enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3 };
 
 void add_info_command(CLI::App& app, int& exit_code);
 void add_gradcheck_command(CLI::App& app, int& exit_code);
+void add_analyze_command(CLI::App& app, int& exit_code);  // analyze.cpp
+void add_sweep_command(CLI::App& app, int& exit_code);    // sweep.cpp
+// The head analysis at the end of `headlab train` (heads.json, attention.npy, report.html).
+void analyze_after_train(Trainer& trainer);
 
 }  // namespace headlab::cli

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   int exit_code = cli::kOk;
   cli::add_info_command(app, exit_code);
   cli::add_gradcheck_command(app, exit_code);
+  cli::add_analyze_command(app, exit_code);
+  cli::add_sweep_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,243 @@
+// The analysis driver on a briefly trained model, checked against independent computations:
+// the trainer's own evaluation, ablation by zeroing a head's value projection instead of its
+// gate, and importance by central differences of the loss in the gate. Then the CLI end to end.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "layers/encoder.h"
+#include "tests/train/analysis_test_util.h"
+#include "train/analysis.h"
+#include "train/config.h"
+#include "train/task.h"
+#include "train/trainer.h"
+
+using namespace headlab;
+using namespace headlab::analysis_test;
+using nlohmann::json;
+
+namespace {
+
+const std::string kConfig = R"toml(
+[model]
+d_model = 32
+heads = 4
+layers = 2
+d_ff = 64
+attn_dropout = 0.1
+[task]
+name = "dependency"
+[schedule]
+warmup_steps = 5
+[train]
+steps = 40
+batch_size = 16
+eval_every = 0
+eval_batches = 2
+eval_batch_size = 32
+log_every = 20
+checkpoint_every = 0
+)toml";
+
+struct Trained {
+  ScratchDir dir{"analysis"};
+  Config config = parse_config(kConfig, "analysis-test.toml");
+  Trainer trainer{config, dir.path / "run"};
+  Trained() { trainer.run(); }
+};
+
+std::vector<Batch> eval_batches(const Task& task, const Config& c) {
+  std::vector<Batch> out(static_cast<size_t>(c.train.eval_batches));
+  for (int64_t k = 0; k < c.train.eval_batches; ++k)
+    task.generate(static_cast<uint64_t>(c.train.eval_seed), k, c.train.eval_batch_size, out[k]);
+  return out;
+}
+
+// Accuracy and mean batch loss of the model as it stands, over the batches.
+std::pair<double, double> accuracy_and_loss(Encoder& model, const std::vector<Batch>& batches) {
+  NoGradGuard no_grad;
+  model.eval();
+  int64_t correct = 0, count = 0;
+  double loss = 0;
+  for (const Batch& b : batches) {
+    std::vector<std::span<const int32_t>> f;
+    for (const auto& v : b.features) f.emplace_back(v);
+    EncoderOutput out = model.forward(f, b.batch_size, b.seq_len);
+    const Tensor& logits = out.logits.value();
+    const int64_t C = logits.shape().back();
+    for (int64_t q = 0; q < b.tokens(); ++q) {
+      if (b.labels[q] == kIgnoreIndex) continue;
+      const float* row = logits.data() + q * C;
+      correct += std::max_element(row, row + C) - row == b.labels[q];
+      ++count;
+    }
+    loss += cross_entropy(out.logits, b.labels, kIgnoreIndex).value().item();
+  }
+  return {static_cast<double>(correct) / count, loss / batches.size()};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "train: analysis agrees with the trainer's evaluation, value-zeroed ablation and gate finite "
+    "differences") {
+  Trained t;
+  Encoder& model = t.trainer.model();
+  const Task& task = t.trainer.task();
+  AnalysisOptions options;
+  options.examples = 3;
+  const AnalysisResult r = analyze(model, task, t.config, options);
+  REQUIRE(r.layers == 2);
+  REQUIRE(r.heads == 4);
+  REQUIRE(r.per_head.size() == 8);
+  REQUIRE(r.relations == std::vector<std::string>{"PREV", "HEAD", "SEM"});
+
+  // Same sentences as the trainer's evaluation: same accuracy and components.
+  const EvalMetrics e = t.trainer.evaluate();
+  CHECK(r.eval.accuracy == doctest::Approx(e.accuracy).epsilon(1e-9));
+  CHECK(r.eval_loss == doctest::Approx(e.loss).epsilon(1e-5));
+  for (int k = 0; k < 3; ++k)
+    CHECK(r.eval.component[k] == doctest::Approx(e.component_accuracy[k]).epsilon(1e-9));
+  CHECK(r.metrics.queries == 2 * 32 * 16);
+
+  // Gates and parameters are as before the analysis.
+  for (int l = 0; l < 2; ++l) {
+    CHECK_FALSE(model.head_gate(l).requires_grad());
+    for (float g : model.head_gate(l).value().span()) CHECK(g == 1.0f);
+  }
+  for (const Var& p : model.parameters()) CHECK(p.requires_grad());
+
+  // Importance is L2-normalised per layer.
+  for (int l = 0; l < 2; ++l) {
+    double ss = 0;
+    for (int h = 0; h < 4; ++h) ss += r.at(l, h).importance * r.at(l, h).importance;
+    CHECK(std::sqrt(ss) == doctest::Approx(1.0));
+  }
+
+  const std::vector<Batch> batches = eval_batches(task, t.config);
+  const int64_t d = 32 / 4;
+  SUBCASE("ablation equals zeroing the head's value projection") {
+    // Head h's output is A_h (x W_v,h^T + b_v,h); zeroing that block of w_v removes it exactly as
+    // gate 0 does.
+    for (const HeadRef ref : {HeadRef{0, 1}, HeadRef{1, 3}}) {
+      MultiHeadAttention& attn = model.attention(ref.layer);
+      const Tensor w = attn.w_v->weight.value().clone(), b = attn.w_v->bias.value().clone();
+      float* wd = attn.w_v->weight.value().data();
+      float* bd = attn.w_v->bias.value().data();
+      std::fill(wd + ref.head * d * 32, wd + (ref.head + 1) * d * 32, 0.0f);
+      std::fill(bd + ref.head * d, bd + (ref.head + 1) * d, 0.0f);
+      CHECK(accuracy_and_loss(model, batches).first ==
+            doctest::Approx(r.at(ref.layer, ref.head).ablation_accuracy));
+      attn.w_v->weight.value().copy_(w);
+      attn.w_v->bias.value().copy_(b);
+    }
+    // Keep-only: every other head of the layer zeroed.
+    MultiHeadAttention& attn = model.attention(1);
+    const Tensor w = attn.w_v->weight.value().clone(), b = attn.w_v->bias.value().clone();
+    for (int h = 0; h < 4; ++h) {
+      if (h == 2) continue;
+      std::fill(attn.w_v->weight.value().data() + h * d * 32,
+                attn.w_v->weight.value().data() + (h + 1) * d * 32, 0.0f);
+      std::fill(attn.w_v->bias.value().data() + h * d, attn.w_v->bias.value().data() + (h + 1) * d,
+                0.0f);
+    }
+    CHECK(accuracy_and_loss(model, batches).first ==
+          doctest::Approx(r.at(1, 2).keep_only_accuracy));
+    attn.w_v->weight.value().copy_(w);
+    attn.w_v->bias.value().copy_(b);
+  }
+
+  SUBCASE("importance equals mean |dL/dg| by central differences") {
+    const float eps = 1e-2f;
+    for (const HeadRef ref : {HeadRef{0, 0}, HeadRef{1, 2}}) {
+      double mean_abs = 0;
+      for (const Batch& b : batches) {
+        const std::vector<Batch> one = {b};
+        std::vector<float> gate(4, 1.0f);
+        gate[ref.head] = 1.0f + eps;
+        model.attention(ref.layer).set_head_mask(gate);
+        const double up = accuracy_and_loss(model, one).second;
+        gate[ref.head] = 1.0f - eps;
+        model.attention(ref.layer).set_head_mask(gate);
+        const double down = accuracy_and_loss(model, one).second;
+        mean_abs += std::abs(up - down) / (2 * eps) / batches.size();
+      }
+      model.reset_head_gates();
+      CHECK(r.at(ref.layer, ref.head).importance_raw ==
+            doctest::Approx(mean_abs).epsilon(0.02).scale(1e-3));
+    }
+  }
+
+  SUBCASE("examples hold the first sentences of eval batch 0 with their partners") {
+    const AttentionExamples& ex = r.examples;
+    CHECK(ex.examples == 3);
+    CHECK(ex.weights.size() == static_cast<size_t>(3 * 2 * 4 * 17 * 17));
+    for (size_t row = 0; row < ex.weights.size() / 17; ++row) {
+      double s = 0;
+      for (int j = 0; j < 17; ++j) s += ex.weights[row * 17 + j];
+      CHECK(s == doctest::Approx(1.0).epsilon(1e-4));
+    }
+    for (int64_t e = 0; e < 3; ++e) {
+      CHECK(ex.tokens[e][0] == "BOS");
+      for (int rel = 0; rel < 3; ++rel)
+        for (int64_t i = 0; i < 17; ++i)
+          CHECK(ex.partners[e][rel][i] == batches[0].partners[rel][e * 17 + i]);
+      CHECK(ex.labels[e][5] == batches[0].labels[e * 17 + 5]);
+    }
+    // PREV's partner of token i is i - 1, so the first word's PREV points at BOS.
+    CHECK(ex.partners[0][0][1] == 0);
+  }
+}
+
+TEST_CASE("train: analyze rejects a model that does not match the config") {
+  Trained t;
+  Config other = t.config;
+  other.model.heads = 8;
+  CHECK_THROWS_WITH_AS(analyze(t.trainer.model(), t.trainer.task(), other),
+                       doctest::Contains("heads"), Error);
+  AnalysisOptions too_many;
+  too_many.examples = 1000;
+  CHECK_THROWS_AS(analyze(t.trainer.model(), t.trainer.task(), t.config, too_many), Error);
+}
+
+TEST_CASE(
+    "train: headlab train writes heads.json and report.html; headlab analyze reproduces them") {
+  ScratchDir dir("cli-analyze");
+  const std::string cli = HEADLAB_CLI;
+  const std::string run = (dir.path / "run").string();
+  const CommandResult train =
+      run_command(cli + " train " + HEADLAB_SOURCE_DIR "/configs/tiny.toml --out " + run +
+                  " --no-progress 2>/dev/null");
+  REQUIRE(train.code == 0);
+  for (const char* f : {"heads.json", "attention.npy", "attention_tokens.json", "report.html"})
+    CHECK(fs::exists(dir.path / "run" / f));
+  const json first = json::parse(slurp(dir.path / "run" / "heads.json"));
+  CHECK(first["layers"][0]["heads"].size() == 4);
+  CHECK(first["specialization"]["n_claimed"].is_number_integer());
+
+  // The analysis from the saved checkpoint equals the one done at the end of training.
+  fs::remove(dir.path / "run" / "heads.json");
+  const CommandResult analyze = run_command(cli + " analyze " + run + " 2>&1");
+  CHECK(analyze.code == 0);
+  CHECK(analyze.output.find("s_match") != std::string::npos);
+  CHECK(json::parse(slurp(dir.path / "run" / "heads.json")) == first);
+
+  // A user's mistake: exit 2 and one line.
+  const CommandResult bad = run_command(cli + " analyze " + (dir.path / "nope").string() + " 2>&1");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.rfind("headlab: error: ", 0) == 0);
+  CHECK(std::count(bad.output.begin(), bad.output.end(), '\n') == 1);
+  fs::create_directories(dir.path / "empty");
+  const CommandResult not_run =
+      run_command(cli + " analyze " + (dir.path / "empty").string() + " 2>&1");
+  CHECK(not_run.code == 2);
+  CHECK(not_run.output.find("config.resolved.toml") != std::string::npos);
+}

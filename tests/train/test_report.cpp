@@ -1,0 +1,299 @@
+// The .npy writer (checked with numpy), heads.json's shape, the SVG helpers and the run report
+// built from a hand-made run directory: well-formed, self-contained, with every section and the
+// numbers it was given.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "tests/train/analysis_test_util.h"
+#include "train/analysis.h"
+#include "train/npy.h"
+#include "train/report.h"
+#include "train/svg.h"
+
+using namespace headlab;
+using namespace headlab::analysis_test;
+using nlohmann::json;
+
+namespace {
+
+// One layer, three heads: head 0 on PREV (0.97), head 1 on HEAD (0.81), head 2 on SEM (0.66)
+// with HEAD as its runner-up. Two example sentences of T = 5.
+AnalysisResult hand_result() {
+  AnalysisResult r;
+  r.relations = {"PREV", "HEAD", "SEM"};
+  r.layers = 1;
+  r.heads = 3;
+  const double mass[3][3] = {{0.97, 0.02, 0.01}, {0.05, 0.81, 0.10}, {0.04, 0.29, 0.66}};
+  r.metrics = HeadMetrics{};
+  r.metrics.layers = 1;
+  r.metrics.heads = 3;
+  r.metrics.relations = 3;
+  r.metrics.mass = HeadRelationMatrix(1, 3, 3);
+  for (int h = 0; h < 3; ++h) {
+    HeadAnalysis a;
+    a.layer = 0;
+    a.head = h;
+    for (int k = 0; k < 3; ++k) {
+      a.mass.push_back(mass[h][k]);
+      a.mass_distinct.push_back(mass[h][k] * 0.9);
+      a.argmax_accuracy.push_back(mass[h][k]);
+      r.metrics.mass.at(0, h, k) = mass[h][k];
+    }
+    a.entropy = 0.1 * (h + 1);
+    a.confidence = 0.9 - 0.1 * h;
+    a.ablation_accuracy = 0.25 + 0.3 * h;
+    a.keep_only_accuracy = 0.2;
+    a.ablation_component = {0.5, 0.9, 0.9};
+    a.keep_only_component = {0.3, 0.3, 0.3};
+    a.importance = h == 0 ? 0.9 : 0.3;
+    a.importance_raw = a.importance / 10;
+    r.per_head.push_back(a);
+  }
+  r.specialization = specialization(r.metrics.mass);
+  r.eval = LabelAccuracy{0.987, {0.99, 0.995, 0.992}, 1000};
+  r.eval_loss = 0.05;
+  r.groups = relation_groups(r.metrics.mass);
+  for (int g = 0; g < 3; ++g) r.group_ablated.push_back(LabelAccuracy{0.5, {0.9, 0.9, 0.9}, 1000});
+  r.group_drops = group_ablation_drops(r.eval, r.group_ablated);
+  r.batches = 2;
+  r.batch_size = 16;
+  r.seed = 7;
+
+  AttentionExamples& ex = r.examples;
+  ex.examples = 2;
+  ex.layers = 1;
+  ex.heads = 3;
+  ex.seq_len = 5;
+  for (int64_t e = 0; e < 2; ++e) {
+    for (int h = 0; h < 3; ++h)
+      for (int i = 0; i < 5; ++i)
+        for (int j = 0; j < 5; ++j)
+          ex.weights.push_back(j == (i + h) % 5 ? 0.6f : 0.1f);  // rows sum to 1
+    ex.tokens.push_back({"BOS", "VERB:1", "SUBJ:2", "OBJ:0", "ADV:3"});
+    ex.partners.push_back({{-1, 0, 1, 2, 3}, {-1, 0, 1, 1, 1}, {-1, 4, 3, 2, 1}});
+    ex.labels.push_back({-100, 1, 2, 3, 4});
+    ex.predicted.push_back({0, 1, 2, 3, 5});
+  }
+  return r;
+}
+
+// A run directory as `headlab train` + analysis leave it, with trainer-format metrics rows.
+void write_run(const fs::path& dir, const AnalysisResult& r) {
+  write_analysis(dir, r);
+  std::ofstream m(dir / "metrics.jsonl");
+  for (int step = 10; step <= 100; step += 10) {
+    m << json{{"step", step},
+              {"loss", 4.0 / step},
+              {"accuracy", step / 100.0},
+              {"lr", 1e-3},
+              {"grad_norm", 0.5},
+              {"tokens_per_second", 1e5},
+              {"elapsed_seconds", step * 0.01}}
+             .dump()
+      << "\n";
+    if (step % 50 == 0) {
+      m << json{{"step", step},
+                {"eval", true},
+                {"loss", 2.0 / step},
+                {"accuracy", step == 100 ? 0.987 : 0.6},
+                {"component_accuracy", {{"PREV", 0.7}, {"HEAD", 0.8}, {"SEM", 0.9}}},
+                {"tokens", 1000}}
+               .dump()
+        << "\n";
+    }
+  }
+  m << "not json\n";  // skipped, not fatal
+  std::ofstream(dir / "summary.json")
+      << json{{"eval_accuracy", 0.987},
+              {"steps", 100},
+              {"train_seconds", 12.5},
+              {"versions", {{"headlab", "0.1.0"}, {"onednn", "2.6.3"}}}}
+             .dump();
+  std::ofstream(dir / "config.resolved.toml")
+      << "[model]\nheads = 3\n\n[task]\nname = \"dependency\"\n";
+}
+
+}  // namespace
+
+TEST_CASE("train: npy files are standard .npy v1.0 float32 (byte layout and round trip)") {
+  ScratchDir dir("npy");
+  NpyArray a{{2, 3, 4}, {}};
+  for (int i = 0; i < 24; ++i) a.data.push_back(0.5f * i - 3.0f);
+  const fs::path file = dir.path / "a.npy";
+  write_npy(file.string(), a);
+  const std::string bytes = slurp(file);
+  REQUIRE(bytes.size() > 10);
+  CHECK(bytes.compare(0, 6, "\x93NUMPY") == 0);
+  CHECK(bytes[6] == 1);
+  CHECK(bytes[7] == 0);
+  const size_t header_len =
+      static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+  CHECK((10 + header_len) % 64 == 0);
+  const std::string header = bytes.substr(10, header_len);
+  CHECK(header.find("'descr': '<f4'") != std::string::npos);
+  CHECK(header.find("'shape': (2, 3, 4)") != std::string::npos);
+  CHECK(header.back() == '\n');
+  CHECK(bytes.size() == 10 + header_len + 24 * 4);
+
+  const NpyArray b = read_npy(file.string());
+  CHECK(b.shape == a.shape);
+  CHECK(b.data == a.data);
+
+  NpyArray one{{3}, {1, 2, 3}};
+  write_npy((dir.path / "one.npy").string(), one);
+  CHECK(slurp(dir.path / "one.npy").find("'shape': (3,)") != std::string::npos);
+  CHECK_THROWS_AS(write_npy((dir.path / "bad.npy").string(), NpyArray{{2, 2}, {1, 2, 3}}), Error);
+  std::ofstream(dir.path / "junk.npy") << "hello";
+  CHECK_THROWS_WITH_AS(read_npy((dir.path / "junk.npy").string()), doctest::Contains("not a .npy"),
+                       Error);
+}
+
+TEST_CASE("train: numpy loads attention.npy with the shape and values analysis wrote") {
+  if (!python_numpy_available()) {
+    MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
+    return;
+  }
+  ScratchDir dir("npy-numpy");
+  const AnalysisResult r = hand_result();
+  write_analysis(dir.path, r);
+  const std::string script =
+      "import numpy as np, json; a = np.load('" + (dir.path / "attention.npy").string() +
+      "'); print(a.dtype.str, a.shape, '%.3f' % a.sum(), '%.6f' % a[1, 0, 2, 3, 0], "
+      "'%.6f' % np.abs(a.sum(-1) - 1).max())";
+  const CommandResult out = run_command("/usr/bin/python3 -c \"" + script + "\"");
+  REQUIRE(out.code == 0);
+  double sum = 0;
+  for (float v : r.examples.weights) sum += v;
+  const float at = r.examples.weights[((1 * 1 + 0) * 3 + 2) * 25 + 3 * 5 + 0];
+  CHECK(out.output == fmt::format("<f4 (2, 1, 3, 5, 5) {:.3f} {:.6f} 0.000000\n", sum, at));
+
+  const json tokens = json::parse(slurp(dir.path / "attention_tokens.json"));
+  CHECK(tokens["shape"] == json::array({2, 1, 3, 5, 5}));
+  CHECK(tokens["examples"][0]["tokens"][1] == "VERB:1");
+  CHECK(tokens["examples"][1]["partners"]["SEM"] == json::array({-1, 4, 3, 2, 1}));
+}
+
+TEST_CASE("train: heads.json has the issue's shape") {
+  const AnalysisResult r = hand_result();
+  const json j = analysis_to_json(r);
+  CHECK(j["relations"] == json::array({"PREV", "HEAD", "SEM"}));
+  REQUIRE(j["layers"].size() == 1);
+  CHECK(j["layers"][0]["layer"] == 0);
+  REQUIRE(j["layers"][0]["heads"].size() == 3);
+  const json& h2 = j["layers"][0]["heads"][2];
+  CHECK(h2["head"] == 2);
+  CHECK(h2["mass"]["SEM"].get<double>() == doctest::Approx(0.66));
+  CHECK(h2["argmax_accuracy"]["HEAD"].get<double>() == doctest::Approx(0.29));
+  for (const char* key :
+       {"entropy", "confidence", "ablation_accuracy", "keep_only_accuracy", "importance"})
+    CHECK(h2[key].is_number());
+  const json& s = j["specialization"];
+  CHECK(s["n_claimed"] == 3);
+  CHECK(s["s_match"].get<double>() == doctest::Approx((0.97 + 0.81 + 0.66) / 3));
+  CHECK(s["s_max"].get<double>() == doctest::Approx((0.97 + 0.81 + 0.66) / 3));
+  CHECK(s["assignment"]["PREV"] == json::array({0, 0}));
+  CHECK(s["assignment"]["HEAD"] == json::array({0, 1}));
+  CHECK(s["assignment"]["SEM"] == json::array({0, 2}));
+  CHECK(j["eval_accuracy"].get<double>() == doctest::Approx(0.987));
+  CHECK(j["group_ablation_drop"]["PREV"]["PREV"].get<double>() == doctest::Approx(0.99 - 0.9));
+}
+
+TEST_CASE("train: svg helpers escape text and pick round ticks") {
+  CHECK(svg::escape("a<b & \"c\"") == "a&lt;b &amp; &quot;c&quot;");
+  const std::vector<double> unit = svg::nice_ticks(0, 1, 5);
+  REQUIRE(unit.size() == 6);
+  for (int i = 0; i < 6; ++i) CHECK(unit[i] == doctest::Approx(0.2 * i));
+  const std::vector<double> t = svg::nice_ticks(3, 997, 5);
+  REQUIRE(!t.empty());
+  CHECK(t.front() >= 3);
+  CHECK(t.back() <= 997);
+  CHECK(t[1] - t[0] == doctest::Approx(200));
+  CHECK(svg::sequential(0) != svg::sequential(1));
+  const std::vector<double> v = {0.1, 0.9, 0.5, 0.3};
+  svg::HeatmapOptions o;
+  o.row_labels = {"r<0>", "r1"};
+  o.col_labels = {"a", "b"};
+  const std::string h = svg::heatmap(2, 2, v, o);
+  CHECK(check_tags(h) == "");
+  CHECK(h.find("r&lt;0&gt;") != std::string::npos);
+  CHECK(h.find(">0.90<") != std::string::npos);
+}
+
+TEST_CASE("train: read_curves splits training and evaluation rows of metrics.jsonl") {
+  ScratchDir dir("curves");
+  write_run(dir.path, hand_result());
+  const Curves c = read_curves(read_jsonl(dir.path / "metrics.jsonl"), {"PREV", "HEAD", "SEM"});
+  CHECK(c.step.size() == 10);
+  CHECK(c.eval_step == std::vector<double>{50, 100});
+  CHECK(c.eval_accuracy[1] == doctest::Approx(0.987));
+  CHECK(c.eval_component[2][0] == doctest::Approx(0.9));
+  CHECK(c.loss[0] == doctest::Approx(0.4));
+  CHECK(steps_to(c, 0.95) == 100);
+  CHECK(steps_to(c, 0.99) == -1);
+}
+
+TEST_CASE("train: the run report is one well-formed, self-contained page with every section") {
+  ScratchDir dir("report");
+  write_run(dir.path, hand_result());
+  const fs::path path = write_run_report(dir.path);
+  CHECK(path == dir.path / "report.html");
+  const std::string html = slurp(path);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(check_tags(html) == "");
+  // Self-contained: no scripts, nothing fetched (the SVG namespace URI is not a fetch).
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  std::string without_ns = html;
+  for (size_t p; (p = without_ns.find("http://www.w3.org/2000/svg")) != std::string::npos;)
+    without_ns.erase(p, 26);
+  CHECK(without_ns.find("http") == std::string::npos);
+
+  const std::string summary = section(html, "summary");
+  CHECK(summary.find("0.987") != std::string::npos);  // eval accuracy
+  CHECK(summary.find(fmt::format("{:.2f}", (0.97 + 0.81 + 0.66) / 3)) != std::string::npos);
+  CHECK(summary.find("3 / 3") != std::string::npos);
+  CHECK(summary.find("12.5 s") != std::string::npos);
+
+  const std::string curves = section(html, "curves");
+  CHECK(curves.find("<polyline") != std::string::npos);
+  CHECK(curves.find("eval SEM component") != std::string::npos);
+
+  // The head x relation matrix: numbers, and the assigned relation named on each head.
+  const std::string spec = section(html, "specialization");
+  CHECK(spec.find(">0.97<") != std::string::npos);
+  CHECK(spec.find(">0.66<") != std::string::npos);
+  for (const char* name : {"\u2192 PREV", "\u2192 HEAD", "\u2192 SEM"})
+    CHECK(spec.find(name) != std::string::npos);
+
+  // One attention map per head, tokens on the axes, gold partners outlined.
+  const std::string att = section(html, "attention");
+  for (const char* head : {"L0 H0", "L0 H1", "L0 H2"}) CHECK(att.find(head) != std::string::npos);
+  CHECK(att.find("SUBJ:2") != std::string::npos);
+  CHECK(att.find("fill=\"none\" stroke=\"#8e44ad\"") != std::string::npos);  // a SEM partner mark
+
+  const std::string abl = section(html, "ablation");
+  CHECK(abl.find("0.85") != std::string::npos);  // head 2's ablation accuracy 0.25 + 0.6
+  CHECK(abl.find("Importance") != std::string::npos);
+  CHECK(abl.find("Relation-group ablation") != std::string::npos);
+
+  CHECK(section(html, "heads").find("<table>") != std::string::npos);
+  const std::string config = section(html, "config");
+  CHECK(config.find("name = &quot;dependency&quot;") != std::string::npos);
+  CHECK(config.find("2.6.3") != std::string::npos);
+}
+
+TEST_CASE("train: the run report notes missing files instead of failing") {
+  ScratchDir dir("report-empty");
+  const std::string html = slurp(write_run_report(dir.path));
+  CHECK(check_tags(html) == "");
+  CHECK(section(html, "curves").find("not found") != std::string::npos);
+  CHECK(section(html, "attention").find("not found") != std::string::npos);
+  CHECK_THROWS_AS(write_run_report(dir.path / "nope"), Error);
+}

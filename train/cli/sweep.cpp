@@ -1,0 +1,168 @@
+// `headlab sweep CONFIG --over KEY=V1,V2,.. [--seeds N] [--set k=v].. [--out DIR] [--jobs N]`:
+// a grid of training runs. Every run re-invokes this binary as `headlab train CONFIG --set ..
+// --out DIR/<run> --no-progress` (its output goes to DIR/<run>/train.log), so runs are isolated
+// processes and --jobs N runs N at once. Every run's config is validated before the first
+// starts. Writes DIR/sweep.json, DIR/sweep.csv and DIR/report.html.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "train/cli/commands.h"
+#include "train/sweep.h"
+
+extern char** environ;
+
+namespace headlab::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string self_path() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("sweep: cannot find the headlab binary (/proc/self/exe: {})", ec.message());
+  return p.string();
+}
+
+// Starts `headlab train` for one run with stdout and stderr going to <dir>/train.log.
+pid_t start_run(const std::string& exe, const SweepSpec& spec, const SweepRun& run) {
+  fs::create_directories(run.dir);
+  std::vector<std::string> args = {exe,     "train",          spec.config.string(),
+                                   "--out", run.dir.string(), "--no-progress"};
+  for (const std::string& o : run.overrides) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = (run.dir / "train.log").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) fail("sweep: cannot start {}: {}", exe, std::strerror(rc));
+  return pid;
+}
+
+std::string values_text(const SweepRun& r) {
+  std::string s;
+  for (const auto& [k, v] : r.values) s += k + "=" + v + " ";
+  return s + fmt::format("seed={}", r.seed);
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("sweep", "Train a grid of runs over config values and seeds");
+  static std::string config;
+  static std::vector<std::string> over;
+  static std::vector<std::string> sets;
+  static int64_t seeds = 1;
+  static std::string out;
+  static int64_t jobs = 1;
+  static bool no_progress = false;
+  cmd->add_option("CONFIG", config, "Base TOML config")->required();
+  cmd->add_option("--over", over, "KEY=V1,V2,... (repeat for a grid over several keys)")
+      ->required()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--seeds", seeds, "Seeds per setting: train.seed + 0 .. N-1")
+      ->capture_default_str();
+  cmd->add_option("--set", sets, "Override for every run, KEY=VALUE in TOML syntax")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--out", out, "Sweep directory (default runs/sweep-<config name>)");
+  cmd->add_option("--jobs", jobs, "Runs trained at the same time")->capture_default_str();
+  cmd->add_flag("--no-progress", no_progress, "Only one line per finished run");
+  cmd->callback([&exit_code] {
+    if (jobs < 1) fail("sweep: --jobs is {} but must be >= 1", jobs);
+    if (!fs::exists(config)) fail("sweep: config file '{}' does not exist", config);
+    SweepSpec spec;
+    spec.config = config;
+    for (const std::string& o : over) spec.over.push_back(parse_over(o));
+    spec.seeds = seeds;
+    spec.sets = sets;
+    spec.out_dir = out.empty() ? fs::path("runs") / ("sweep-" + fs::path(config).stem().string())
+                               : fs::path(out);
+    const std::vector<SweepRun> runs =
+        plan_sweep(spec);  // every config checked: exit 2 on a mistake
+    const std::string exe = self_path();
+    fs::create_directories(spec.out_dir);
+
+    std::vector<SweepOutcome> outcomes(runs.size());
+    std::map<pid_t, size_t> running;
+    std::vector<std::chrono::steady_clock::time_point> started(runs.size());
+    size_t next = 0, done = 0;
+    int worst = kOk;
+    while (done < runs.size()) {
+      while (next < runs.size() && static_cast<int64_t>(running.size()) < jobs) {
+        if (!no_progress) {
+          std::fprintf(stderr, "sweep: [%zu/%zu] start %s\n", next + 1, runs.size(),
+                       values_text(runs[next]).c_str());
+        }
+        started[next] = std::chrono::steady_clock::now();
+        running[start_run(exe, spec, runs[next])] = next;
+        ++next;
+      }
+      int status = 0;
+      const pid_t pid = waitpid(-1, &status, 0);
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        fail("sweep: waitpid failed: {}", std::strerror(errno));
+      }
+      auto it = running.find(pid);
+      if (it == running.end()) continue;
+      const size_t i = it->second;
+      running.erase(it);
+      ++done;
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      outcomes[i] = collect_run(runs[i]);
+      if (code != 0) {
+        outcomes[i].ok = false;
+        outcomes[i].error = fmt::format("headlab train exited with code {}; see {}", code,
+                                        (runs[i].dir / "train.log").string());
+        if (worst == kOk) worst = code == kNonFinite ? kNonFinite : kFailure;
+      }
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count();
+      const SweepOutcome& o = outcomes[i];
+      if (o.ok) {
+        std::fprintf(stderr,
+                     "sweep: [%zu/%zu] %s: eval accuracy %.4f, steps to 95%% %s, s_match %.3f, "
+                     "n_claimed %lld (%.0f s)\n",
+                     done, runs.size(), values_text(o.run).c_str(), o.eval_accuracy,
+                     o.steps_to_95 ? std::to_string(*o.steps_to_95).c_str() : "never", o.s_match,
+                     static_cast<long long>(o.n_claimed), secs);
+      } else {
+        std::fprintf(stderr, "sweep: [%zu/%zu] %s failed: %s\n", done, runs.size(),
+                     values_text(o.run).c_str(), o.error.c_str());
+      }
+    }
+    write_sweep(spec, outcomes);
+    fmt::print("{}", sweep_to_csv(spec, outcomes));
+    fmt::print("wrote {}, {} and {}\n", (spec.out_dir / "sweep.json").string(),
+               (spec.out_dir / "sweep.csv").string(), (spec.out_dir / "report.html").string());
+    exit_code = worst;
+  });
+}
+
+}  // namespace headlab::cli

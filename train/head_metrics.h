@@ -1,0 +1,150 @@
+#pragma once
+// Head metrics: how much each attention head attends to the gold partner of each relation, and
+// the specialization summary built on that (definitions in TASK.md, "Metrics"). Pure
+// bookkeeping over attention weights and gold partner positions; no model, no autograd.
+//
+// Notation: L layers, H heads per layer, R relations, B batch, T sequence length.
+// A[l, h, i, j] is the weight of head h in layer l from query i to key j; p_r(i) is the gold
+// partner of relation r for query i. Every metric averages over counted queries only (the
+// non-BOS positions), pooled over all batches given to the accumulator.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace headlab {
+
+// One attention head: (layer, head). layer = -1 means "none".
+struct HeadRef {
+  int layer = -1;
+  int head = -1;
+  bool valid() const { return layer >= 0 && head >= 0; }
+  bool operator==(const HeadRef&) const = default;
+};
+
+// A dense [L, H, R] array of doubles.
+struct HeadRelationMatrix {
+  int layers = 0, heads = 0, relations = 0;
+  std::vector<double> values;  // [L * H * R], row-major
+
+  HeadRelationMatrix() = default;
+  HeadRelationMatrix(int l, int h, int r)
+      : layers(l), heads(h), relations(r), values(static_cast<size_t>(l) * h * r, 0.0) {}
+  double& at(int l, int h, int r) {
+    return values[(static_cast<size_t>(l) * heads + h) * relations + r];
+  }
+  double at(int l, int h, int r) const {
+    return values[(static_cast<size_t>(l) * heads + h) * relations + r];
+  }
+};
+
+// Everything measured per head, averaged over counted queries.
+struct HeadMetrics {
+  int layers = 0, heads = 0, relations = 0;
+  // M[l, h, r] = mean_i A[l, h, i, p_r(i)].
+  HeadRelationMatrix mass;
+  // M restricted to queries whose R partners are all real (not position 0, BOS) and pairwise
+  // distinct; zero when no such query was seen.
+  HeadRelationMatrix mass_distinct;
+  // mean_i [argmax_j A[l, h, i, j] == p_r(i)] (Clark et al. 2019); ties go to the lowest j.
+  HeadRelationMatrix argmax_accuracy;
+  std::vector<double> confidence;  // [L * H]: mean_i max_j A[l, h, i, j] (Voita et al. 2019)
+  std::vector<double> entropy;     // [L * H]: mean_i -sum_j A log A, in nats (0 log 0 = 0)
+  int64_t queries = 0;             // counted queries
+  int64_t distinct_queries = 0;    // of which had R real, pairwise distinct partners
+
+  double head_confidence(int l, int h) const {
+    return confidence[static_cast<size_t>(l) * heads + h];
+  }
+  double head_entropy(int l, int h) const { return entropy[static_cast<size_t>(l) * heads + h]; }
+};
+
+// Accumulates head metrics over batches.
+class HeadMetricsAccumulator {
+ public:
+  // Throws headlab::Error unless layers, heads, relations > 0.
+  HeadMetricsAccumulator(int layers, int heads, int relations);
+
+  // attention: one tensor per layer, each [B, H, T, T] (rows sum to 1).
+  // partners: R vectors of B*T key positions (index b*T + i); an entry < 0 means "no partner"
+  //   and such a query is skipped for every relation (it must also be masked out).
+  // counted: B*T flags; a query counts when its flag is nonzero (the non-BOS positions).
+  // Throws headlab::Error ("head_metrics: ...") on a wrong number of layers or relations, a
+  // shape other than [B, H, T, T], vectors not of size B*T, or a partner outside [0, T) on a
+  // counted query.
+  void add(std::span<const Tensor> attention, std::span<const std::vector<int32_t>> partners,
+           std::span<const uint8_t> counted);
+
+  HeadMetrics finish() const;
+
+ private:
+  int layers_, heads_, relations_;
+  HeadRelationMatrix mass_sum_, distinct_sum_, argmax_hits_;
+  std::vector<double> confidence_sum_, entropy_sum_;
+  int64_t queries_ = 0, distinct_queries_ = 0;
+};
+
+// The specialization summary over a mass matrix M (TASK.md):
+//   s_max = mean_r max_{l,h} M[l, h, r];
+//   s_match = max over one-to-one assignments of relations to distinct (layer, head) pairs of
+//     mean_r M[assigned(r), r]; a relation left without a head contributes 0;
+//   n_claimed = number of relations whose assigned head has M > claim_threshold.
+struct Specialization {
+  double s_max = 0.0;
+  double s_match = 0.0;
+  int n_claimed = 0;
+  std::vector<HeadRef> assignment;  // [R]; invalid HeadRef for an unassigned relation
+};
+
+// Exact best assignment by dynamic programming over (heads seen, set of relations used):
+// O(L*H * 2^R * R) time. Throws headlab::Error if R > 16 (the subset table would not fit).
+// Among equal-scoring assignments the one found first in head order (layer-major) wins.
+Specialization specialization(const HeadRelationMatrix& mass, double claim_threshold = 0.5);
+
+// Relation groups for group ablation: group r holds every head whose largest mass is on r
+// (the lowest r on ties) and exceeds min_mass. Returns R lists of heads in layer-major order.
+std::vector<std::vector<HeadRef>> relation_groups(const HeadRelationMatrix& mass,
+                                                  double min_mass = 0.3);
+
+// Head gates [L][H], all ones except the listed heads, which are 0.
+std::vector<std::vector<float>> gates_without(int layers, int heads, std::span<const HeadRef> off);
+// Head gates [L][H] keeping only `keep` in its layer (its layer's other heads 0, every other
+// layer all ones).
+std::vector<std::vector<float>> gates_keep_only(int layers, int heads, HeadRef keep);
+
+// Label digits: label = sum_r colour_r * K^(R-1-r) (relation 0 is the most significant digit).
+// Returns colour_r of `label`.
+int label_digit(int label, int relation, int relations, int colours);
+
+// Accuracy and per-relation component accuracy of predicted labels over counted positions.
+struct LabelAccuracy {
+  double accuracy = 0.0;
+  std::vector<double> component;  // [R]
+  int64_t count = 0;
+};
+
+// Accumulates LabelAccuracy over batches. Labels < 0 are ignored (BOS).
+class LabelAccuracyAccumulator {
+ public:
+  // Throws headlab::Error unless relations > 0 and colours > 1.
+  LabelAccuracyAccumulator(int relations, int colours);
+  // predicted and gold have equal length (throws otherwise).
+  void add(std::span<const int32_t> predicted, std::span<const int32_t> gold);
+  LabelAccuracy finish() const;
+
+ private:
+  int relations_, colours_;
+  int64_t count_ = 0, correct_ = 0;
+  std::vector<int64_t> component_correct_;
+};
+
+// drop[r][c] = base.component[c] - ablated[r].component[c]: the relation-group ablation matrix
+// (row: the group gated off; column: the label component whose accuracy drops).
+// Throws headlab::Error when component counts differ.
+std::vector<std::vector<double>> group_ablation_drops(const LabelAccuracy& base,
+                                                      std::span<const LabelAccuracy> ablated);
+
+}  // namespace headlab

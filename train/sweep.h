@@ -1,0 +1,89 @@
+#pragma once
+// Sweeps: a grid of training runs over config values and seeds (`headlab sweep`).
+//
+//   SweepSpec spec;                                  // from the command line
+//   spec.over = {parse_over("model.heads=1,2,4,8")};
+//   spec.seeds = 3;                                  // train.seed + 0 .. 2
+//   std::vector<SweepRun> runs = plan_sweep(spec);   // loads and validates every run's config
+//   ... train each run into runs[i].dir with runs[i].overrides (the CLI re-invokes
+//       `headlab train CONFIG --set ... --out DIR`) ...
+//   std::vector<SweepOutcome> outcomes; for (auto& r : runs) outcomes.push_back(collect_run(r));
+//   write_sweep(spec.out_dir, spec, outcomes);        // sweep.json, sweep.csv, report.html
+//
+// Grid order: the first --over key varies slowest, seeds fastest. Run directories are named
+// from the last dotted component of each key and its value, then the seed:
+// "heads-4_seed-2" under the output directory.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace headlab {
+
+struct SweepAxis {
+  std::string key;                  // dotted config key, e.g. "model.heads"
+  std::vector<std::string> values;  // each in TOML value syntax, e.g. "4", "[0.9,0.98]"
+};
+
+// Parses "KEY=V1,V2,..." (commas inside [..], {..} or quotes do not split). Throws headlab::Error
+// ("--over: ...") for a missing '=', an empty key or an empty value.
+SweepAxis parse_over(const std::string& text);
+
+struct SweepSpec {
+  std::filesystem::path config;   // the base config file
+  std::vector<SweepAxis> over;    // at least one
+  int64_t seeds = 1;              // >= 1
+  std::vector<std::string> sets;  // extra "--set k=v" applied to every run (before the grid)
+  std::filesystem::path out_dir;
+};
+
+struct SweepRun {
+  std::vector<std::pair<std::string, std::string>> values;  // key -> value text, grid order
+  int64_t seed = 0;                                         // the run's train.seed
+  int64_t seed_index = 0;                                   // 0 .. seeds-1
+  std::vector<std::string> overrides;  // every --set for this run (sets, grid values, seed)
+  std::filesystem::path dir;
+};
+
+// Every run of the grid x seeds. Loads the base config with each run's overrides, so a bad key
+// or value fails here, before anything trains (headlab::Error with the key and position). Also
+// throws for no --over, seeds < 1, a key given twice, or a run directory that already holds a
+// run.
+std::vector<SweepRun> plan_sweep(const SweepSpec& spec);
+
+// What one finished run reports, read from its directory.
+struct SweepOutcome {
+  SweepRun run;
+  bool ok = false;
+  std::string error;  // why not ok
+  double eval_accuracy = 0;
+  std::optional<int64_t> steps_to_95;
+  double train_seconds = 0;
+  double s_match = 0, s_max = 0;
+  int64_t n_claimed = 0;
+  int64_t d_k = 0;  // head width of the run's model (model.head_dim or d_model / heads)
+};
+
+// Reads <dir>/summary.json, heads.json, metrics.jsonl and config.resolved.toml. A missing or
+// unreadable summary or heads file gives ok = false with the reason (never throws).
+SweepOutcome collect_run(const SweepRun& run);
+
+// The sweep.json document: {"over": [...], "seeds": N, "runs": [{"values": {...}, "seed",
+// "eval_accuracy", "steps_to_95" (or null), "train_seconds", "s_match", "s_max", "n_claimed",
+// "d_k", "dir" (relative to the sweep directory), "ok", "error"}]}. Values are JSON numbers,
+// booleans, arrays or strings as their TOML text parses.
+nlohmann::json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
+// The CSV with the same columns (one per --over key, then seed, eval_accuracy, steps_to_95,
+// train_seconds, s_match, s_max, n_claimed, d_k, dir, ok); steps_to_95 is empty when never.
+std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
+
+// Writes sweep.json, sweep.csv and report.html into out_dir. Throws headlab::Error on I/O
+// failure.
+void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
+
+}  // namespace headlab
