@@ -18,6 +18,8 @@ void add_info_command(CLI::App& app, int& exit_code);
 void add_gradcheck_command(CLI::App& app, int& exit_code);
 void add_analyze_command(CLI::App& app, int& exit_code);  // analyze.cpp
 void add_sweep_command(CLI::App& app, int& exit_code);    // sweep.cpp
+void add_train_command(CLI::App& app, int& exit_code);    // train.cpp
+void add_eval_command(CLI::App& app, int& exit_code);     // eval.cpp
 // The head analysis at the end of `headlab train` (heads.json, attention.npy, report.html).
 void analyze_after_train(Trainer& trainer);
 
