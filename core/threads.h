@@ -1,12 +1,15 @@
 #pragma once
-// One thread pool: oneDNN and OpenBLAS (its OpenMP build) both run on libgomp's pool, so the
-// thread count set here applies to both.
+// One thread pool: oneDNN and OpenBLAS (its OpenMP build) both run on libgomp's pool.
+// set_num_threads sets OpenMP's count for the calling thread (which oneDNN reads when it creates
+// a primitive, so the count is part of the primitive cache key) and OpenBLAS's count; call it
+// from the thread that runs the kernels.
 
 #include <string>
 
 namespace headlab {
 
-// n >= 1 threads for every kernel; 0 means all cores. Throws headlab::Error if n < 0.
+// n >= 1 threads for every kernel; 0 means all cores. Throws headlab::Error if n < 0. With the
+// pthread build of OpenBLAS loaded instead of the OpenMP one, OpenBLAS stays on one thread.
 void set_num_threads(int n);
 int num_threads();
 int hardware_threads();
@@ -18,5 +21,12 @@ struct BlasInfo {
   int num_threads = 0;
 };
 BlasInfo blas_info();
+
+struct OneDnnInfo {
+  std::string version;  // "2.6.3 (git <hash>)"
+  std::string runtime;  // CPU threading runtime: "OpenMP", "TBB", "threadpool", "sequential"
+  std::string isa;      // the ISA its JIT kernels use, readable ("AVX-512 with VNNI and BF16")
+};
+OneDnnInfo onednn_info();
 
 }  // namespace headlab

@@ -15,6 +15,7 @@ namespace headlab::cli {
 enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3 };
 
 void add_info_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 void add_gradcheck_command(CLI::App& app, int& exit_code);
 void add_analyze_command(CLI::App& app, int& exit_code);  // analyze.cpp
 void add_sweep_command(CLI::App& app, int& exit_code);    // sweep.cpp

@@ -1,8 +1,8 @@
 // `headlab info`: versions, ISA, threads and the selected backend.
 
-#include <cstdio>
+#include <memory>
+#include <string>
 
-#include <dnnl.hpp>
 #include <fmt/core.h>
 
 #include "core/kernels.h"
@@ -10,27 +10,39 @@
 #include "train/cli/commands.h"
 
 namespace headlab::cli {
+namespace {
+
+struct InfoOptions {
+  int threads = 0;
+  std::string backend = "auto";
+};
+
+void print_info(const InfoOptions& o) {
+  set_num_threads(o.threads);
+  set_backend(parse_backend(o.backend));
+  const OneDnnInfo dnnl = onednn_info();
+  const BlasInfo blas = blas_info();
+  fmt::print("headlab {}\n", HEADLAB_VERSION);
+  fmt::print("onednn: {}, cpu runtime {}\n", dnnl.version, dnnl.runtime);
+  fmt::print("onednn isa: {}\n", dnnl.isa);
+  fmt::print("openblas: {}\n", blas.version);
+  fmt::print("openblas core: {}, threading build: {}\n", blas.core_name, blas.parallel);
+  fmt::print("threads: {} (openmp {}, openblas {}, hardware {})\n", num_threads(), num_threads(),
+             blas.num_threads, hardware_threads());
+  fmt::print("backend: {}{}\n", backend_name(current_backend()),
+             o.backend == "auto" ? " (auto)" : "");
+}
+
+}  // namespace
 
 void add_info_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("info", "Print library versions, CPU ISA, threads and backend");
-  static int threads = 0;
-  static std::string backend = "auto";
-  cmd->add_option("--threads", threads, "Threads for oneDNN and OpenBLAS (0: all cores)");
-  cmd->add_option("--backend", backend, "reference | blas | onednn | auto");
-  cmd->callback([&exit_code] {
-    set_num_threads(threads);
-    set_backend(parse_backend(backend));
-    const dnnl_version_t* v = dnnl::version();
-    const BlasInfo blas = blas_info();
-    fmt::print("headlab {}\n", HEADLAB_VERSION);
-    fmt::print("onednn: {}.{}.{} (git {}), cpu runtime {}\n", v->major, v->minor, v->patch,
-               v->hash, v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other");
-    fmt::print("onednn isa: {}\n", static_cast<int>(dnnl::get_effective_cpu_isa()));
-    fmt::print("openblas: {}\n", blas.version);
-    fmt::print("openblas core: {}, threading: {}, threads: {}\n", blas.core_name, blas.parallel,
-               blas.num_threads);
-    fmt::print("threads: {} (hardware {})\n", num_threads(), hardware_threads());
-    fmt::print("backend: {}\n", backend_name(current_backend()));
+  auto opts = std::make_shared<InfoOptions>();
+  cmd->add_option("--threads", opts->threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--backend", opts->backend, "reference | blas | onednn | auto");
+  cmd->callback([opts, &exit_code] {
+    print_info(*opts);
     exit_code = kOk;
   });
 }

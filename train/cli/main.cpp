@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   cli::add_train_command(app, exit_code);
   cli::add_eval_command(app, exit_code);
   cli::add_info_command(app, exit_code);
+  cli::add_bench_command(app, exit_code);
   cli::add_gradcheck_command(app, exit_code);
   cli::add_analyze_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);

@@ -1,0 +1,132 @@
+#include "core/onednn_cache.h"
+
+#include <omp.h>
+
+#include <bit>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace headlab::onednn {
+namespace {
+
+// The engine is the first member so that it is destroyed after the entries' primitives and
+// memories at exit.
+struct Cache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mutex;
+  std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+// oneDNN's CPU stream executes synchronously on the calling thread; one per thread keeps
+// concurrent callers from sharing stream state.
+dnnl_stream_t thread_stream() {
+  thread_local dnnl::stream s(engine());
+  return s.get();
+}
+
+}  // namespace
+
+const dnnl::engine& engine() {
+  return cache().engine;
+}
+
+int current_threads() {
+  return omp_get_max_threads();
+}
+
+size_t KeyHash::operator()(const Key& k) const noexcept {
+  // FNV-1a over the fields (not the bytes: the struct has padding).
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(k.op));
+  mix(k.flags);
+  mix(static_cast<uint64_t>(k.threads));
+  mix(std::bit_cast<uint32_t>(k.f0));
+  mix(std::bit_cast<uint32_t>(k.f1));
+  for (int64_t d : k.dims) mix(static_cast<uint64_t>(d));
+  return static_cast<size_t>(h);
+}
+
+void Entry::init(const dnnl::primitive_desc_base& pd, std::span<const Arg> args) {
+  HEADLAB_ASSERT(static_cast<int>(args.size()) <= kMaxArgs);
+  primitive_ = dnnl::primitive(pd.get());
+  int i = 0;
+  for (const auto& [arg, md] : args) {
+    memories_[i] = dnnl::memory(md, engine(), DNNL_MEMORY_NONE);
+    args_[i] = {arg, memories_[i].get()};
+    ++i;
+  }
+  num_data_args_ = i;
+  const dnnl::memory::desc scratch = pd.scratchpad_desc();
+  if (scratch.get_size() > 0) {
+    memories_[i] = dnnl::memory(scratch, engine());  // owns its buffer
+    args_[i] = {DNNL_ARG_SCRATCHPAD, memories_[i].get()};
+    ++i;
+  }
+  num_args_ = i;
+}
+
+void Entry::execute(std::span<const void* const> data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  execute_locked(data);
+}
+
+void Entry::execute_locked(std::span<const void* const> data) {
+  HEADLAB_ASSERT(static_cast<int>(data.size()) == num_data_args_);
+  int i = 0;
+  for (const void* p : data) {
+    // oneDNN takes non-const handles for inputs too; it does not write inputs.
+    dnnl_memory_set_data_handle_v2(args_[i].memory, const_cast<void*>(p), nullptr);
+    ++i;
+  }
+  const dnnl_status_t st =
+      dnnl_primitive_execute(primitive_.get(), thread_stream(), num_args_, args_.data());
+  HEADLAB_ASSERT(st == dnnl_success);
+}
+
+Entry* find_entry(const Key& key) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto it = c.entries.find(key);
+  return it == c.entries.end() ? nullptr : it->second.get();
+}
+
+Entry& insert_entry(const Key& key, std::unique_ptr<Entry> entry) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto [it, inserted] = c.entries.try_emplace(key, std::move(entry));
+  return *it->second;
+}
+
+size_t cache_size() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.entries.size();
+}
+
+dnnl::memory::desc f32_desc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides) {
+  if (!strides.empty()) return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+  using tag = dnnl::memory::format_tag;
+  HEADLAB_ASSERT(dims.size() >= 1 && dims.size() <= 3);
+  const tag plain = dims.size() == 1 ? tag::a : dims.size() == 2 ? tag::ab : tag::abc;
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, plain);
+}
+
+dnnl::primitive_attr base_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+}  // namespace headlab::onednn
