@@ -124,8 +124,8 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
         g.runs.size(), mean_sd(acc, 3),
         acc.n ? fmt::format("{:.3f} &ndash; {:.3f}", acc.lo, acc.hi) : "-", s95.n, ok,
         s95.n == 0 ? "never"
-                   : (s95.n > 1 ? fmt::format("{:.0f} &ndash; {:.0f}", s95.lo, s95.hi)
-                                : fmt::format("{:.0f}", s95.lo)),
+                   : (s95.hi > s95.lo ? fmt::format("{:.0f} &ndash; {:.0f}", s95.lo, s95.hi)
+                                      : fmt::format("{:.0f}", s95.lo)),
         mean_sd(sm, 2), mean_sd(sx, 2),
         nc.n == 0 ? "-"
                   : (nc.lo == nc.hi ? fmt::format("{:.0f}", nc.lo)
@@ -156,8 +156,8 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
     o.title = groups[k].label;
     o.x_label = "step";
     o.y_label = "eval accuracy";
-    o.width = 320;
-    o.height = 220;
+    o.width = 300;
+    o.height = 210;
     o.y_min = 0.0;
     o.y_max = 1.0;
     o.reference_y = 0.95;

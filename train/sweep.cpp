@@ -92,7 +92,7 @@ SweepAxis parse_over(const std::string& text) {
   return axis;
 }
 
-std::vector<SweepRun> plan_sweep(const SweepSpec& spec) {
+std::vector<SweepRun> plan_sweep(const SweepSpec& spec, bool fresh_dirs) {
   if (spec.over.empty()) fail("sweep: give at least one --over KEY=V1,V2,...");
   if (spec.seeds < 1) fail("sweep: --seeds is {} but must be >= 1", spec.seeds);
   std::set<std::string> keys;
@@ -120,7 +120,7 @@ std::vector<SweepRun> plan_sweep(const SweepSpec& spec) {
       run.overrides.push_back(fmt::format("train.seed={}", run.seed));
       run.dir = spec.out_dir / fmt::format("{}seed-{}", name, run.seed);
       load_config(spec.config, run.overrides);  // validates the run's config before anything runs
-      check_run_dir(run.dir, false);
+      if (fresh_dirs) check_run_dir(run.dir, false);
       runs.push_back(std::move(run));
     }
     size_t k = spec.over.size();  // odometer: the last axis turns fastest

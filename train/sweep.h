@@ -52,9 +52,9 @@ struct SweepRun {
 
 // Every run of the grid x seeds. Loads the base config with each run's overrides, so a bad key
 // or value fails here, before anything trains (headlab::Error with the key and position). Also
-// throws for no --over, seeds < 1, a key given twice, or a run directory that already holds a
-// run.
-std::vector<SweepRun> plan_sweep(const SweepSpec& spec);
+// throws for no --over, seeds < 1, a key given twice, or (with fresh_dirs) a run directory that
+// already holds a run. fresh_dirs = false plans over existing runs (to re-collect a sweep).
+std::vector<SweepRun> plan_sweep(const SweepSpec& spec, bool fresh_dirs = true);
 
 // What one finished run reports, read from its directory.
 struct SweepOutcome {

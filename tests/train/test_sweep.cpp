@@ -144,6 +144,12 @@ TEST_CASE("train: headlab sweep over two head counts writes the table, the runs 
   CHECK(section(html, "curves").find("<polyline") != std::string::npos);
   CHECK(section(html, "specialization").find("s_match") != std::string::npos);
 
+  // --report-only trains nothing and collects the same table again.
+  fs::remove(dir.path / "sw" / "sweep.json");
+  const CommandResult again_report = run_command(command + " --report-only 2>&1");
+  CHECK(again_report.code == 0);
+  CHECK(json::parse(slurp(dir.path / "sw" / "sweep.json")) == j);
+
   // Running it again into the same directory is refused before anything trains.
   const CommandResult again = run_command(command + " 2>&1");
   CHECK(again.code == 2);

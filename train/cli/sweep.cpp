@@ -80,6 +80,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   static std::string out;
   static int64_t jobs = 1;
   static bool no_progress = false;
+  static bool report_only = false;
   cmd->add_option("CONFIG", config, "Base TOML config")->required();
   cmd->add_option("--over", over, "KEY=V1,V2,... (repeat for a grid over several keys)")
       ->required()
@@ -93,6 +94,9 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", out, "Sweep directory (default runs/sweep-<config name>)");
   cmd->add_option("--jobs", jobs, "Runs trained at the same time")->capture_default_str();
   cmd->add_flag("--no-progress", no_progress, "Only one line per finished run");
+  cmd->add_flag("--report-only", report_only,
+                "Train nothing: collect the runs already in the sweep directory and rewrite "
+                "sweep.json, sweep.csv and report.html");
   cmd->callback([&exit_code] {
     if (jobs < 1) fail("sweep: --jobs is {} but must be >= 1", jobs);
     if (!fs::exists(config)) fail("sweep: config file '{}' does not exist", config);
@@ -103,8 +107,16 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     spec.sets = sets;
     spec.out_dir = out.empty() ? fs::path("runs") / ("sweep-" + fs::path(config).stem().string())
                                : fs::path(out);
-    const std::vector<SweepRun> runs =
-        plan_sweep(spec);  // every config checked: exit 2 on a mistake
+    // Every config is checked before anything trains: exit 2 on a mistake.
+    const std::vector<SweepRun> runs = plan_sweep(spec, !report_only);
+    if (report_only) {
+      std::vector<SweepOutcome> outcomes;
+      for (const SweepRun& run : runs) outcomes.push_back(collect_run(run));
+      write_sweep(spec, outcomes);
+      fmt::print("{}", sweep_to_csv(spec, outcomes));
+      exit_code = kOk;
+      return;
+    }
     const std::string exe = self_path();
     fs::create_directories(spec.out_dir);
 
