@@ -35,8 +35,12 @@ bool Shape::operator==(const Shape& other) const {
 
 std::string Shape::str() const {
   std::string s = "[";
-  for (int i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(dims_[i]);
-  return s + "]";
+  for (int i = 0; i < rank_; ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(dims_[i]);
+  }
+  s += ']';
+  return s;
 }
 
 }  // namespace headlab
