@@ -226,9 +226,10 @@ std::vector<KeySpec> build_keys() {
   k.push_back(key_of("runtime.backend", &C::runtime, &U::backend)
                   .one_of({"auto", "reference", "blas", "onednn"})
                   .doc("Kernel backend."));
-  k.push_back(key_of("runtime.threads", &C::runtime, &U::threads)
-                  .range(0, 1024)
-                  .doc("Threads for oneDNN and OpenBLAS; 0: all cores."));
+  k.push_back(
+      key_of("runtime.threads", &C::runtime, &U::threads)
+          .range(0, 1024)
+          .doc("Threads for oneDNN and OpenBLAS; 0: all cores (small models run fastest on 1)."));
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));

@@ -88,8 +88,10 @@ struct Tally {
   int64_t tokens = 0, correct = 0;
   std::vector<int64_t> component;
 
-  void add(const Tensor& logits, const std::vector<int32_t>& labels, const Task& task) {
-    const auto* dep = dynamic_cast<const DependencyTask*>(&task);
+  // components: also count each relation's colour digit (evaluation; allocates).
+  void add(const Tensor& logits, const std::vector<int32_t>& labels, const Task& task,
+           bool components) {
+    const auto* dep = components ? dynamic_cast<const DependencyTask*>(&task) : nullptr;
     const int64_t classes = logits.size(-1);
     const int64_t rows = logits.numel() / classes;
     const float* x = logits.data();
@@ -112,10 +114,10 @@ struct Tally {
   double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
 };
 
-std::vector<std::span<const int32_t>> feature_spans(const Batch& b) {
-  std::vector<std::span<const int32_t>> spans;
+// Views of the batch's feature arrays, in `spans` (reused: no allocation once sized).
+void feature_spans(const Batch& b, std::vector<std::span<const int32_t>>& spans) {
+  spans.clear();
   for (const auto& f : b.features) spans.emplace_back(f);
-  return spans;
 }
 
 }  // namespace
@@ -224,15 +226,15 @@ StepMetrics Trainer::train_step() {
   const TrainConfig& t = config_.train;
   const int64_t s = step_ + 1;
   task_->generate(static_cast<uint64_t>(t.seed), step_, t.batch_size, *batch_);
-  const auto spans = feature_spans(*batch_);
-  EncoderOutput out = model_->forward(spans, batch_->batch_size, batch_->seq_len);
+  feature_spans(*batch_, spans_);
+  EncoderOutput out = model_->forward(spans_, batch_->batch_size, batch_->seq_len);
   Var loss = cross_entropy(out.logits, batch_->labels, kIgnoreIndex);
   StepMetrics m;
   m.step = s;
   m.total_steps = t.steps;
   m.loss = loss.value().item();
   Tally tally;
-  tally.add(out.logits.value(), batch_->labels, *task_);
+  tally.add(out.logits.value(), batch_->labels, *task_, false);
   m.accuracy = tally.accuracy();
   loss.backward();
   auto stop = [&](const char* what, double value) {
@@ -269,10 +271,10 @@ EvalMetrics Trainer::evaluate() {
   double loss_sum = 0;
   for (int64_t i = 0; i < t.eval_batches; ++i) {
     task_->generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
-    const auto spans = feature_spans(batch);
-    EncoderOutput out = model_->forward(spans, batch.batch_size, batch.seq_len);
+    feature_spans(batch, spans_);
+    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len);
     const int64_t before = tally.tokens;
-    tally.add(out.logits.value(), batch.labels, *task_);
+    tally.add(out.logits.value(), batch.labels, *task_, true);
     // cross_entropy is the mean over counted tokens; weight it back by their number.
     const double loss = cross_entropy(out.logits, batch.labels, kIgnoreIndex).value().item();
     loss_sum += loss * static_cast<double>(tally.tokens - before);

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -156,6 +157,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Schedule> schedule_;
   std::unique_ptr<Batch> batch_;
+  std::vector<std::span<const int32_t>> spans_;  // views of batch_'s features
   int64_t step_ = 0;
   int64_t last_checkpoint_ = -1;  // step of the newest checkpoint on disk, -1 if none
   double resumed_elapsed_ = 0;    // wall and step time of earlier sessions (from checkpoint)
