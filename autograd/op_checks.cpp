@@ -342,6 +342,95 @@ void indexing(Cases& c) {
   });
 }
 
+// The fused ops (ops_fused.cpp, ops_attention.cpp).
+void fused(Cases& c) {
+  struct Lin {
+    const char* variant;
+    Shape x;
+    bool bias, relu;
+  };
+  for (const Lin& l : {Lin{"bias", {2, 3, 4}, true, false}, Lin{"no bias", {3, 4}, false, false},
+                       Lin{"bias and relu", {2, 3, 4}, true, true}})
+    c.add("linear", l.variant, [l](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, l.x), w = leaf(rng, {5, 4}, 0.25f);
+      Var b = l.bias ? leaf(rng, {5}, 0.5f) : Var();
+      // With ReLU, biases of +-3 keep every pre-activation (x w^T has std 0.5) far from the
+      // kink; columns with -3 check the zero gradient.
+      if (l.relu)
+        for (int64_t j = 0; j < 5; ++j) b.value()[j] += j % 2 == 0 ? 3.0f : -3.0f;
+      std::vector<Var> wrt{x, w};
+      if (l.bias) wrt.push_back(b);
+      return check(seed, [=] { return linear(x, w, b, l.relu); }, wrt);
+    });
+  for (const bool packed : {true, false})
+    c.add("linear_cat", packed ? "weights in one storage" : "separate weights",
+          [packed](uint64_t seed) {
+            Rng rng(seed);
+            Var x = leaf(rng, {2, 3, 4});
+            Tensor all = Tensor::empty({7, 4});
+            for (float& v : all.span()) v = 0.5f * rng.normal();
+            Var w0(packed ? all.slice(0, 2) : all.slice(0, 2).clone(), true);
+            Var w1(packed ? all.slice(2, 5) : all.slice(2, 5).clone(), true);
+            Var w2(packed ? all.slice(5, 7) : all.slice(5, 7).clone(), true);
+            Var b0 = leaf(rng, {2}), b1 = leaf(rng, {3}), b2 = leaf(rng, {2});
+            const std::vector<Var> ws{w0, w1, w2}, bs{b0, b1, b2};
+            return check(seed, [=] { return linear_cat(x, ws, bs); }, {x, w0, w1, w2, b0, b1, b2});
+          });
+  c.add("linear_cat", "no biases", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {3, 4}), w0 = leaf(rng, {2, 4}), w1 = leaf(rng, {1, 4});
+    const std::vector<Var> ws{w0, w1};
+    return check(seed, [=] { return linear_cat(x, ws, {}); }, {x, w0, w1});
+  });
+  c.add("add_layer_norm", "gain and bias", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3, 6}), r = leaf(rng, {2, 3, 6});
+    Var gain = leaf(rng, {6}, 0.3f, 1.0f), bias = leaf(rng, {6}, 0.3f);
+    return check(seed, [=] { return add_layer_norm(x, r, gain, bias); }, {x, r, gain, bias});
+  });
+  c.add("add_layer_norm", "no affine", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {3, 5}), r = leaf(rng, {3, 5});
+    return check(seed, [=] { return add_layer_norm(x, r, Var(), Var()); }, {x, r});
+  });
+  c.add("add_layer_norm", "same input twice", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {3, 5});
+    Var gain = leaf(rng, {5}, 0.3f, 1.0f);
+    return check(seed, [=] { return add_layer_norm(x, x, gain, Var()); }, {x, gain});
+  });
+  struct Att {
+    const char* variant;
+    bool masks;
+    float dropout;
+  };
+  for (const Att& a : {Att{"plain", false, 0.0f}, Att{"masks with an empty row", true, 0.0f},
+                       Att{"dropout", false, 0.3f}})
+    c.add("self_attention", a.variant, [a](uint64_t seed) {
+      Rng rng(seed);
+      Var qkv = leaf(rng, {2, 3, 12});  // 2 heads of width 2
+      Tensor kpm = Tensor::zeros({2, 3});
+      kpm[3] = 1.0f;  // batch 1's first key is padding
+      Tensor causal = Tensor::zeros({3, 3});
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = i + 1; j < 3; ++j) causal[i * 3 + j] = 1.0f;
+      return check(seed,
+                   [=] {
+                     Rng drop(seed + 11);  // the same dropout mask on every evaluation
+                     AttentionOptions o;
+                     o.heads = 2;
+                     o.scale = 0.7f;
+                     o.key_padding_mask = a.masks ? &kpm : nullptr;
+                     o.attn_mask = a.masks ? &causal : nullptr;
+                     o.dropout = a.dropout;
+                     o.rng = &drop;
+                     return self_attention(qkv, o);
+                   },
+                   {qkv});
+    });
+}
+
 }  // namespace
 
 std::vector<GradcheckCase> op_gradcheck_cases() {
@@ -351,6 +440,7 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
   shapes(c);
   probabilities(c);
   indexing(c);
+  fused(c);
   return c.take();
 }
 
@@ -358,7 +448,8 @@ std::vector<std::string> differentiable_op_names() {
   return {"matmul",     "batched_matmul", "add",         "sub",      "mul",         "scale",
           "relu",       "gelu",           "dropout",     "sum",      "mean",        "reshape",
           "transpose",  "split_heads",    "merge_heads", "softmax",  "log_softmax", "cross_entropy",
-          "layer_norm", "embedding",      "masked_fill", "head_gate"};
+          "layer_norm", "embedding",      "masked_fill", "head_gate",   "linear",   "linear_cat",
+          "add_layer_norm", "self_attention"};
 }
 
 }  // namespace headlab

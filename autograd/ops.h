@@ -81,4 +81,40 @@ Var masked_fill(const Var& x, const Tensor& mask, float value);
 // Per-head gate: x [B, h, T, d] * gate[h] ([h]); ablation (gate 0) and importance (dL/dgate).
 Var head_gate(const Var& x, const Var& gate);
 
+// ---- fused (ops_fused.cpp): one kernel pass and one tape entry where composed ops take
+// several; each equals the composition named beside it (tests compare the two).
+
+// y = x W^T + b, then max(0, .) when relu: x [.., in], weight [out, in], bias [out] or undefined
+// -> [.., out]. Equals add(matmul(x, weight, false, true), bias), then relu. The bias and the
+// ReLU run in the GEMM's epilogue; backward sums the bias gradient in the ReLU mask's pass.
+Var linear(const Var& x, const Var& weight, const Var& bias, bool relu = false);
+// linear with the weights [out_i, in] (1 to 4) and biases [out_i] (one per weight, or none)
+// stacked along the output dim: x [.., in] -> [.., sum out_i], one GEMM. Weights that are
+// consecutive row blocks of one storage are read in place (else gathered); their gradients are
+// then kept as consecutive blocks of one buffer too, so backward is one GEMM for all of them.
+Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> biases);
+// LayerNorm(x + r) over the last dim, the post-norm residual: x, r [.., D], gain and bias [D] or
+// undefined. Equals layer_norm(add(x, r), gain, bias, eps).
+Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias,
+                   float eps = 1e-5f);
+
+// Multi-head self-attention over packed projections (ops_attention.cpp), the fast path of
+// MultiHeadAttention: qkv [B, T, 3 h d] holds Q, K and V side by side (as linear_cat of w_q, w_k,
+// w_v gives), head i in columns [i d, (i + 1) d) of each third. With
+// A_i = softmax(scale Q_i K_i^T + masks) [B, h, T, T] and dropout on A_i's entries:
+//   out = Concat_i(dropout(A_i) V_i)      [B, T, h d]
+// Equals split_heads of each third, scale(batched_matmul(q, k, false, true), scale), masked_fill
+// with -inf for each mask, softmax, dropout (drawing the same mask from rng) and
+// batched_matmul(., v), then merge_heads. Masks as in MultiHeadAttention (nonzero = masked):
+// key_padding_mask [B, T], attn_mask [T, T]; they are read during the call only.
+struct AttentionOptions {
+  int64_t heads = 1;
+  float scale = 1.0f;
+  const Tensor* key_padding_mask = nullptr;
+  const Tensor* attn_mask = nullptr;
+  float dropout = 0.0f;  // in [0, 1); 0 outside training
+  Rng* rng = nullptr;    // dropout masks; required when dropout > 0
+};
+Var self_attention(const Var& qkv, const AttentionOptions& options);
+
 }  // namespace headlab

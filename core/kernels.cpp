@@ -13,6 +13,100 @@ std::atomic<Backend>& active() {
   return b;
 }
 
+// Forwards every kernel to the active backend; gemm also appends its descriptor.
+class RecordingKernels final : public Kernels {
+ public:
+  std::vector<GemmDesc>* out = nullptr;
+  const Kernels& base() const { return kernels_for(current_backend()); }
+  Backend backend() const override { return base().backend(); }
+  void gemm(const GemmDesc& d, const float* a, const float* b, float* c) const override {
+    out->push_back(d);
+    base().gemm(d, a, b, c);
+  }
+  void softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const override {
+    base().softmax_forward(x, y, rows, cols);
+  }
+  void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                        int64_t cols) const override {
+    base().softmax_backward(y, dy, dx, rows, cols);
+  }
+  void log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const override {
+    base().log_softmax_forward(x, y, rows, cols);
+  }
+  void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                            int64_t cols) const override {
+    base().log_softmax_backward(y, dy, dx, rows, cols);
+  }
+  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                          float* mean, float* rstd, int64_t rows, int64_t cols,
+                          float eps) const override {
+    base().layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, cols, eps);
+  }
+  void layer_norm_backward(const float* x, const float* gamma, const float* mean,
+                           const float* rstd, const float* dy, float* dx, float* dgamma,
+                           float* dbeta, int64_t rows, int64_t cols) const override {
+    base().layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, rows, cols);
+  }
+  void relu_forward(const float* x, float* y, int64_t n) const override {
+    base().relu_forward(x, y, n);
+  }
+  void relu_backward(const float* x, const float* dy, float* dx, int64_t n) const override {
+    base().relu_backward(x, dy, dx, n);
+  }
+  void gelu_forward(const float* x, float* y, int64_t n) const override {
+    base().gelu_forward(x, y, n);
+  }
+  void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const override {
+    base().gelu_backward(x, dy, dx, n);
+  }
+  void gemm_bias_act(const GemmDesc& d, const float* a, const float* b, const float* bias,
+                     bool relu, float* c) const override {
+    out->push_back(d);
+    base().gemm_bias_act(d, a, b, bias, relu, c);
+  }
+  void bias_act_backward(const float* dy, const float* y, float* dz, float* db, int64_t rows,
+                         int64_t cols) const override {
+    base().bias_act_backward(dy, y, dz, db, rows, cols);
+  }
+  void add_layer_norm_forward(const float* x, const float* r, const float* gamma,
+                              const float* beta, float* y, float* xhat, float* rstd, int64_t rows,
+                              int64_t cols, float eps) const override {
+    base().add_layer_norm_forward(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps);
+  }
+  void add_layer_norm_backward(const float* xhat, const float* rstd, const float* gamma,
+                               const float* dy, float* dx, bool accumulate_dx, float* dr,
+                               bool accumulate_dr, float* dgamma, float* dbeta, int64_t rows,
+                               int64_t cols) const override {
+    base().add_layer_norm_backward(xhat, rstd, gamma, dy, dx, accumulate_dx, dr, accumulate_dr,
+                                   dgamma, dbeta, rows, cols);
+  }
+  void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
+                   int64_t heads, int64_t dim) const override {
+    base().heads_split(x, y, batch, len, parts, heads, dim);
+  }
+  void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
+                   int64_t parts, int64_t heads, int64_t dim) const override {
+    base().heads_merge(y, x, accumulate, batch, len, parts, heads, dim);
+  }
+  void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
+                                 const float* key_padding_mask, const float* attn_mask,
+                                 int64_t batch, int64_t heads, int64_t len,
+                                 int64_t keys) const override {
+    base().attention_softmax_forward(s, p_drop, dropout_mask, key_padding_mask, attn_mask, batch,
+                                     heads, len, keys);
+  }
+  void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
+                                  int64_t rows, int64_t keys) const override {
+    base().attention_softmax_backward(p, dp, dropout_mask, rows, keys);
+  }
+};
+
+RecordingKernels& recorder() {
+  static RecordingKernels r;
+  return r;
+}
+std::atomic<bool> g_recording{false};
+
 }  // namespace
 
 const char* backend_name(Backend b) {
@@ -56,7 +150,16 @@ const Kernels& kernels_for(Backend b) {
   return reference;
 }
 
-const Kernels& kernels() { return kernels_for(active().load(std::memory_order_relaxed)); }
+const Kernels& kernels() {
+  if (g_recording.load(std::memory_order_relaxed)) [[unlikely]]
+    return recorder();
+  return kernels_for(active().load(std::memory_order_relaxed));
+}
+
+void record_gemms(std::vector<GemmDesc>* out) {
+  recorder().out = out;
+  g_recording.store(out != nullptr, std::memory_order_relaxed);
+}
 void set_backend(Backend b) { active().store(b, std::memory_order_relaxed); }
 Backend current_backend() { return active().load(std::memory_order_relaxed); }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace headlab {
 
@@ -76,6 +77,59 @@ class Kernels {
   // GELU in its exact erf form, x * Phi(x), as PyTorch's default.
   virtual void gelu_forward(const float* x, float* y, int64_t n) const;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const;
+
+  // ---- Fused kernels (core/kernels_fused.cpp): one pass where the composed ops take several.
+  // The base class implements them for every backend: plain loops with double accumulation for
+  // the reference backend (the oracle in tests), vectorized loops for blas and onednn (onednn
+  // also fuses gemm_bias_act's epilogue into its matmul). A backend may override them.
+
+  // C = act(op(A) op(B) + bias) for one product (d.batch 1, d.alpha 1, d.beta 0; throws
+  // InternalError otherwise): bias [n] (null: none) is added to every row of C [m, n]; act is
+  // max(0, .) when relu, else the identity.
+  virtual void gemm_bias_act(const GemmDesc& d, const float* a, const float* b, const float* bias,
+                             bool relu, float* c) const;
+  // Bias gradient of [rows, cols] rows, with the ReLU backward fused in when y is non-null:
+  //   dz = dy * (y > 0) (written to dz, which may alias dy), db[j] = sum_r dz[r, j].
+  // With y null, dz is not written and db sums dy. db may be null (no bias).
+  virtual void bias_act_backward(const float* dy, const float* y, float* dz, float* db,
+                                 int64_t rows, int64_t cols) const;
+  // y = LayerNorm(x + r) per row of [rows, cols]: xhat = (s - mean(s)) * rstd with s = x + r and
+  // rstd = 1 / sqrt(var(s) + eps) (biased variance), y = xhat * gamma + beta (gamma, beta [cols]
+  // or null). Writes y, xhat [rows, cols] and rstd [rows] (what the backward needs).
+  virtual void add_layer_norm_forward(const float* x, const float* r, const float* gamma,
+                                      const float* beta, float* y, float* xhat, float* rstd,
+                                      int64_t rows, int64_t cols, float eps) const;
+  // Its backward from the saved xhat and rstd: with u = dy * gamma (dy without gamma),
+  //   ds = rstd * (u - mean(u) - xhat * mean(u * xhat)),  dgamma = sum_r dy xhat,  dbeta = sum_r dy.
+  // ds is the gradient of both x and r: it is written to dx, and to dr when non-null; a target
+  // whose accumulate flag is set gets ds added instead (no temporary for a gradient that
+  // already holds a contribution). dgamma and dbeta ([cols], written) may be null.
+  virtual void add_layer_norm_backward(const float* xhat, const float* rstd, const float* gamma,
+                                       const float* dy, float* dx, bool accumulate_dx, float* dr,
+                                       bool accumulate_dr, float* dgamma, float* dbeta,
+                                       int64_t rows, int64_t cols) const;
+
+  // Attention layouts: x [B, T, parts, heads, d] (a row holds parts * heads * d values, e.g. the
+  // Q, K, V projections side by side) and y [parts, B, heads, T, d] (each head's [T, d] block
+  // contiguous, as batched GEMMs want it). heads_split copies x into y; heads_merge copies y
+  // back into x, or adds into x when accumulate.
+  virtual void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
+                           int64_t heads, int64_t dim) const;
+  virtual void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
+                           int64_t parts, int64_t heads, int64_t dim) const;
+  // Masked softmax of attention scores s [B, heads, T, S] (already scaled), in place: each row
+  // becomes P = softmax(s + m) where m is -inf at keys masked by key_padding_mask [B, S] or
+  // attn_mask [T, S] (nonzero = masked; either may be null); a row with every key masked becomes
+  // zeros. When dropout_mask [B, heads, T, S] (the dropout multipliers, 0 or 1/(1-p)) is
+  // non-null, p_drop = P * dropout_mask is written too.
+  virtual void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
+                                         const float* key_padding_mask, const float* attn_mask,
+                                         int64_t batch, int64_t heads, int64_t len,
+                                         int64_t keys) const;
+  // Its backward, in place over rows of [rows, keys]: dp holds dL/d(p_drop) (or dL/dP without
+  // dropout) and becomes dL/ds = P * (dq - sum_j P_j dq_j) with dq = dp * dropout_mask.
+  virtual void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
+                                          int64_t rows, int64_t keys) const;
 };
 
 // The active backend's kernels (default: resolve_auto_backend()). Not thread-safe to switch
@@ -84,5 +138,11 @@ const Kernels& kernels();
 const Kernels& kernels_for(Backend b);
 void set_backend(Backend b);
 Backend current_backend();
+
+// For benchmarks (the GEMM-only time of a training step): while `out` is non-null, kernels()
+// returns a wrapper around the active backend that appends every gemm's descriptor to *out
+// before running it; null stops recording. Set it from the thread that runs the kernels, while
+// nothing else computes.
+void record_gemms(std::vector<GemmDesc>* out);
 
 }  // namespace headlab

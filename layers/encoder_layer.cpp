@@ -3,6 +3,7 @@
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/dropout.h"
+#include "layers/layer_norm.h"
 
 namespace headlab {
 
@@ -42,6 +43,15 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
   norm2 = register_module("norm2", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
 }
 
+// norm(x + r); a LayerNorm slot runs it as one fused op (add_layer_norm).
+Var EncoderLayer::add_norm(const std::shared_ptr<SequenceLayer>& norm, const Var& x,
+                           const Var& r) {
+  if (const auto* ln = dynamic_cast<const LayerNorm*>(norm.get()))
+    if (x.shape() == r.shape() && x.size(-1) == ln->options().dim)
+      return add_layer_norm(x, r, ln->weight, ln->bias, ln->options().eps);
+  return norm->forward(add(x, r));
+}
+
 Var EncoderLayer::residual_dropout(const Var& y) {
   if (!is_training() || options_.dropout == 0.0f) return y;
   return dropout(y, options_.dropout, *dropout_rng_, true);
@@ -60,8 +70,8 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
     y = add(y, residual_dropout(ffn->forward(norm2->forward(y))));
   } else {
     a = attn->forward(x, x, x, key_padding_mask, attn_mask, need_weights);
-    y = norm1->forward(add(x, residual_dropout(a.output)));
-    y = norm2->forward(add(y, residual_dropout(ffn->forward(y))));
+    y = add_norm(norm1, x, residual_dropout(a.output));
+    y = add_norm(norm2, y, residual_dropout(ffn->forward(y)));
   }
   return {y, a.weights};
 }

@@ -71,6 +71,7 @@ class EncoderLayer : public Module {
 
  private:
   Var residual_dropout(const Var& y);
+  Var add_norm(const std::shared_ptr<SequenceLayer>& norm, const Var& x, const Var& r);
 
   EncoderLayerOptions options_;
   std::shared_ptr<Rng> dropout_rng_;

@@ -34,8 +34,9 @@ FeedForward::FeedForward(const FeedForwardOptions& options, Rng& rng,
 Var FeedForward::forward(const Var& x) {
   if (x.rank() < 2 || x.size(-1) != options_.d_model)
     fail("feed_forward: input shape {} must be [.., {}]", x.shape().str(), options_.d_model);
-  Var h = w1->forward(x);  // [.., d_ff]
-  h = options_.activation == Activation::gelu ? gelu(h) : relu(h);
+  // [.., d_ff]; ReLU runs in the GEMM's epilogue (linear with relu = relu(w1->forward(x))).
+  Var h = options_.activation == Activation::gelu ? gelu(w1->forward(x))
+                                                  : linear(x, w1->weight, w1->bias, true);
   if (is_training() && options_.activation_dropout > 0.0f)
     h = dropout(h, options_.activation_dropout, *dropout_rng_, true);
   return w2->forward(h);

@@ -28,8 +28,7 @@ Var Linear::forward(const Var& x) {
   if (x.rank() < 1 || x.size(-1) != options_.in_features)
     fail("linear: input shape {} has last dim {} but in_features is {}", x.shape().str(),
          x.rank() < 1 ? 0 : x.size(-1), options_.in_features);
-  Var y = matmul(x, weight, false, true);  // [.., in] @ [out, in]^T
-  return options_.bias ? add(y, bias) : y;
+  return headlab::linear(x, weight, bias);  // [.., in] @ [out, in]^T + b, bias in the epilogue
 }
 
 std::shared_ptr<SequenceLayer> make_linear_layer(LayerOptions& o) {

@@ -10,6 +10,26 @@
 
 namespace headlab {
 
+namespace {
+
+// Moves the parameters' values into consecutive row blocks of one new buffer (same values), so
+// linear_cat reads the stacked [sum rows, ..] matrix in place. The Vars stay the same objects.
+void pack_consecutive(std::initializer_list<const Var*> vars) {
+  Shape packed = (*vars.begin())->shape();
+  packed[0] = 0;
+  for (const Var* v : vars) packed[0] += v->size(0);
+  Tensor buffer = Tensor::empty(packed);
+  int64_t row = 0;
+  for (const Var* v : vars) {
+    Tensor block = buffer.slice(row, row + v->size(0));
+    block.copy_(v->value());
+    v->value() = block;
+    row += v->size(0);
+  }
+}
+
+}  // namespace
+
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& rng,
                                        std::shared_ptr<Rng> dropout_rng)
     : options_(options) {
@@ -32,6 +52,9 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   w_o = register_module(
       "w_o", std::make_shared<Linear>(
                  LinearOptions{inner, options.d_model, options.bias, options.init}, rng));
+  // Q, K, V weights (and biases) as one [3 h d, d_model] matrix: the fused projection's operand.
+  pack_consecutive({&w_q->weight, &w_k->weight, &w_v->weight});
+  if (options.bias) pack_consecutive({&w_q->bias, &w_k->bias, &w_v->bias});
   gate_ = Var(Tensor::full({options.heads}, 1.0f), false);
   dropout_rng_ = dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(rng.next_u64());
 }
@@ -80,21 +103,38 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   check_inputs(query, key, value, key_padding_mask, attn_mask);
   const int64_t b = query.size(0), t = query.size(1), s = key.size(1), h = options_.heads;
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+  const bool drop = is_training() && options_.attn_dropout > 0.0f;
+
+  // Fast path (self-attention, no weights asked, gate all ones): one GEMM for Q, K and V and the
+  // fused attention op; the same function as below.
+  if (query.node() == key.node() && query.node() == value.node() && !need_weights &&
+      gate_is_identity()) {
+    const Var ws[] = {w_q->weight, w_k->weight, w_v->weight};
+    const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
+    Var qkv = linear_cat(query, ws, options_.bias ? std::span<const Var>(bs) : std::span<const Var>());
+    AttentionOptions ao;
+    ao.heads = h;
+    ao.scale = scale;
+    ao.key_padding_mask = key_padding_mask;
+    ao.attn_mask = attn_mask;
+    ao.dropout = drop ? options_.attn_dropout : 0.0f;
+    ao.rng = dropout_rng_.get();
+    return {w_o->forward(self_attention(qkv, ao)), Var()};
+  }
 
   // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads
   // moves it to its own [T, d] slab so one batched GEMM scores all heads.
   Var q = split_heads(w_q->forward(query), h);  // [B, h, T, d]
   Var k = split_heads(w_k->forward(key), h);    // [B, h, S, d]
   Var v = split_heads(w_v->forward(value), h);  // [B, h, S, d]
-  Var scores = scale(batched_matmul(q, k, false, true),
-                     1.0f / std::sqrt(static_cast<float>(head_dim_)));  // [B, h, T, S]
+  Var scores = headlab::scale(batched_matmul(q, k, false, true), scale);  // [B, h, T, S]
   if (key_padding_mask) scores = masked_fill(scores, key_padding_mask->view({b, 1, 1, s}), kMasked);
   if (attn_mask) scores = masked_fill(scores, attn_mask->view({1, 1, t, s}), kMasked);
   Var weights = softmax(scores);  // masked keys get 0; fully masked rows are all 0
 
   Var attend = weights;
-  if (is_training() && options_.attn_dropout > 0.0f)
-    attend = dropout(weights, options_.attn_dropout, *dropout_rng_, true);
+  if (drop) attend = dropout(weights, options_.attn_dropout, *dropout_rng_, true);
   Var heads = batched_matmul(attend, v);  // [B, h, T, d]
   if (!gate_is_identity()) heads = headlab::head_gate(heads, gate_);
   Var out = w_o->forward(merge_heads(heads));  // [B, T, h*d] -> [B, T, d_model]

@@ -25,6 +25,7 @@
 #include "core/kernels.h"
 #include "core/tensor.h"
 #include "core/threads.h"
+#include "train/cli/bench_step.h"
 #include "train/cli/commands.h"
 
 namespace headlab::cli {
@@ -292,8 +293,11 @@ json run_kernels_bench(const BenchOptions& o) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("bench", "Measure speed: kernel GFLOP/s (--kernels)");
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure speed: kernel GFLOP/s (--kernels) or the training step (--preset)");
   auto opts = std::make_shared<BenchOptions>();
+  auto step = std::make_shared<StepBenchOptions>();  // --preset mode (bench_step.h)
+  add_step_bench_options(*cmd, *step);
   cmd->add_flag("--kernels", opts->kernels,
                 "Matmul GFLOP/s at the encoder's shapes per backend and thread count, beside "
                 "the FMA peak, and the other kernels' time per call");
@@ -302,12 +306,21 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reps", opts->reps, "Timed repetitions per entry (median reported)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
-  cmd->callback([opts, &exit_code] {
+  cmd->callback([opts, step, &exit_code] {
+    if (!step->preset.empty()) {  // training step; --threads 0 means 1 here
+      const json r = run_step_bench(*step, opts->threads);
+      if (opts->json)
+        fmt::print("{}\n", r.dump());  // one line: the last line on stdout
+      else
+        print_step_bench(r);
+      exit_code = kOk;
+      return;
+    }
     json report;
     if (opts->kernels) {
       report = run_kernels_bench(*opts);
     } else {
-      fail("bench: no mode given (expected --kernels)");
+      fail("bench: no mode given (expected --kernels or --preset S|M|L)");
     }
     set_num_threads(0);
     if (opts->json) {

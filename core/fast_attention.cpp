@@ -1,0 +1,301 @@
+// Vectorized attention kernels (see fast_kernels.h): head layout copies and the masked softmax
+// with its backward. Two builds of each body as in fast_kernels.cpp; rows are shared among
+// OpenMP threads when there is enough work.
+//
+// exp is computed here rather than by libm so the row loops vectorize: exp(x) = 2^n exp(r) with
+// n = round(x log2(e)) and r = x - n ln(2) in two parts (Cody and Waite), exp(r) by Cephes'
+// degree-7 polynomial for |r| <= ln(2)/2 (relative error about 1 ulp). Inputs below -87.33
+// (including -inf, a masked key) give 0; softmax subtracts the row maximum, so no input is
+// large.
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include <immintrin.h>
+
+#include "core/fast_kernels.h"
+
+namespace headlab::fast {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+HEADLAB_INLINE float exp_approx(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  constexpr float kLow = -87.33f, kHigh = 88.37f;
+  const float xc = x < kLow ? kLow : (x > kHigh ? kHigh : x);
+  const float n = (xc * kLog2e + kRound) - kRound;
+  float r = xc - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return x < kLow ? 0.0f : e * scale;
+}
+
+HEADLAB_INLINE void copy_row(const float* __restrict src, float* __restrict dst, int64_t n,
+                             bool accumulate) {
+  if (accumulate) {
+#pragma omp simd
+    for (int64_t e = 0; e < n; ++e) dst[e] += src[e];
+  } else {
+#pragma omp simd
+    for (int64_t e = 0; e < n; ++e) dst[e] = src[e];
+  }
+}
+
+// Element (b, t, p, i, :) of x [B, T, P, H, d] and (p, b, i, t, :) of y [P, B, H, T, d], for
+// one b. `to_heads` copies x into y, else y into x (adding when accumulate).
+HEADLAB_INLINE void heads_copy_body(const float* x_in, float* x_out, const float* y_in,
+                                    float* y_out, bool to_heads, bool accumulate, int64_t b,
+                                    int64_t batch, int64_t len, int64_t parts, int64_t heads,
+                                    int64_t dim) {
+  const int64_t row = parts * heads * dim;
+  for (int64_t t = 0; t < len; ++t)
+    for (int64_t p = 0; p < parts; ++p)
+      for (int64_t i = 0; i < heads; ++i) {
+        const int64_t xo = (b * len + t) * row + (p * heads + i) * dim;
+        const int64_t yo = (((p * batch + b) * heads + i) * len + t) * dim;
+        if (to_heads)
+          copy_row(x_in + xo, y_out + yo, dim, false);
+        else
+          copy_row(y_in + yo, x_out + xo, dim, accumulate);
+      }
+}
+
+// One row of scores -> probabilities, in place (see Kernels::attention_softmax_forward).
+HEADLAB_INLINE void softmax_row(float* __restrict s, float* __restrict pd,
+                                const float* __restrict dm, const float* __restrict kpm,
+                                const float* __restrict am, int64_t keys) {
+  float mx = kNegInf;
+  if (kpm || am) {
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < keys; ++j) {
+      const bool masked = (kpm && kpm[j] != 0.0f) || (am && am[j] != 0.0f);
+      const float v = masked ? kNegInf : s[j];
+      s[j] = v;
+      mx = v > mx ? v : mx;
+    }
+  } else {
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < keys; ++j) mx = s[j] > mx ? s[j] : mx;
+  }
+  if (mx == kNegInf) {  // every key masked: a zero row, never NaN
+    std::fill_n(s, keys, 0.0f);
+    if (pd) std::fill_n(pd, keys, 0.0f);
+    return;
+  }
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < keys; ++j) {
+    const float e = exp_approx(s[j] - mx);
+    s[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+  if (pd) {
+#pragma omp simd
+    for (int64_t j = 0; j < keys; ++j) {
+      const float p = s[j] * inv;
+      s[j] = p;
+      pd[j] = p * dm[j];
+    }
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
+  }
+}
+
+// exp_approx on 16 lanes: the same steps, with scalef applying 2^n.
+HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline __m512 exp16(__m512 x) {
+  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)),
+                                  _mm512_set1_ps(88.37f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 e = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __mmask16 low = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33f), _CMP_LT_OQ);
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~low), _mm512_scalef_ps(e, n));
+}
+
+// softmax_row for rows of at most 64 keys, held in four registers (lanes past `keys` hold -inf
+// and are never stored).
+HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void softmax_row16(float* s, float* pd, const float* dm,
+                                                const float* kpm, const float* am, int64_t keys) {
+  const __m512 neg_inf = _mm512_set1_ps(kNegInf), zero = _mm512_setzero_ps();
+  const int nv = static_cast<int>((keys + 15) / 16);
+  __m512 v[4];
+  __mmask16 live[4];
+  __m512 mx = neg_inf;
+  for (int i = 0; i < nv; ++i) {
+    const int64_t left = keys - 16 * i;
+    live[i] = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+    v[i] = _mm512_mask_loadu_ps(neg_inf, live[i], s + 16 * i);
+    __mmask16 masked = 0;
+    if (kpm)
+      masked |= _mm512_mask_cmp_ps_mask(live[i], _mm512_maskz_loadu_ps(live[i], kpm + 16 * i),
+                                        zero, _CMP_NEQ_UQ);
+    if (am)
+      masked |= _mm512_mask_cmp_ps_mask(live[i], _mm512_maskz_loadu_ps(live[i], am + 16 * i),
+                                        zero, _CMP_NEQ_UQ);
+    v[i] = _mm512_mask_mov_ps(v[i], masked, neg_inf);
+    mx = _mm512_max_ps(mx, v[i]);
+  }
+  const float m = _mm512_reduce_max_ps(mx);
+  if (m == kNegInf) {  // every key masked: a zero row, never NaN
+    for (int i = 0; i < nv; ++i) {
+      _mm512_mask_storeu_ps(s + 16 * i, live[i], zero);
+      if (pd) _mm512_mask_storeu_ps(pd + 16 * i, live[i], zero);
+    }
+    return;
+  }
+  const __m512 mv = _mm512_set1_ps(m);
+  __m512 sum = zero;
+  for (int i = 0; i < nv; ++i) {
+    v[i] = exp16(_mm512_sub_ps(v[i], mv));
+    sum = _mm512_add_ps(sum, v[i]);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  for (int i = 0; i < nv; ++i) {
+    const __m512 p = _mm512_mul_ps(v[i], inv);
+    _mm512_mask_storeu_ps(s + 16 * i, live[i], p);
+    if (pd)
+      _mm512_mask_storeu_ps(pd + 16 * i, live[i],
+                            _mm512_mul_ps(p, _mm512_maskz_loadu_ps(live[i], dm + 16 * i)));
+  }
+}
+
+struct ShortRowAvx512 {
+  HEADLAB_AVX512_TARGET void operator()(float* s, float* pd, const float* dm, const float* kpm,
+                                        const float* am, int64_t keys) const {
+    softmax_row16(s, pd, dm, kpm, am, keys);
+  }
+};
+
+// ShortRow: a function for rows of at most 64 keys (softmax_row16), or null.
+template <class ShortRow>
+HEADLAB_INLINE void softmax_forward_body(float* s, float* p_drop, const float* dropout_mask,
+                                         const float* kpm, const float* am, int64_t r,
+                                         int64_t heads, int64_t len, int64_t keys,
+                                         ShortRow short_row) {
+  const int64_t b = r / (heads * len), t = r % len;
+  float* sr = s + r * keys;
+  float* pd = p_drop ? p_drop + r * keys : nullptr;
+  const float* dm = dropout_mask ? dropout_mask + r * keys : nullptr;
+  const float* kr = kpm ? kpm + b * keys : nullptr;
+  const float* ar = am ? am + t * keys : nullptr;
+  if constexpr (!std::is_same_v<ShortRow, std::nullptr_t>) {
+    if (keys <= 64) return short_row(sr, pd, dm, kr, ar, keys);
+  }
+  softmax_row(sr, pd, dm, kr, ar, keys);
+}
+
+HEADLAB_INLINE void softmax_backward_body(const float* p, float* dp, const float* dropout_mask,
+                                          int64_t r, int64_t keys) {
+  const float* __restrict pr = p + r * keys;
+  float* __restrict g = dp + r * keys;
+  const float* __restrict m = dropout_mask ? dropout_mask + r * keys : nullptr;
+  float dot = 0.0f;
+  if (m) {
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < keys; ++j) {
+      const float q = g[j] * m[j];
+      g[j] = q;
+      dot += pr[j] * q;
+    }
+  } else {
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < keys; ++j) dot += pr[j] * g[j];
+  }
+#pragma omp simd
+  for (int64_t j = 0; j < keys; ++j) g[j] = pr[j] * (g[j] - dot);
+}
+
+// The parallel loops live in the wrappers, so OpenMP's outlined bodies get the wrapper's ISA.
+#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR)                                                        \
+  ATTR void heads_copy_##SUFFIX(const float* x_in, float* x_out, const float* y_in, float* y_out, \
+                                bool to_heads, bool accumulate, int64_t batch, int64_t len,       \
+                                int64_t parts, int64_t heads, int64_t dim) {                      \
+    const int nt = threads_for(batch * len * parts * heads * dim);                                \
+    _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
+    for (int64_t b = 0; b < batch; ++b)                                                           \
+      heads_copy_body(x_in, x_out, y_in, y_out, to_heads, accumulate, b, batch, len, parts,       \
+                      heads, dim);                                                                \
+  }                                                                                               \
+  ATTR void softmax_forward_##SUFFIX(float* s, float* p_drop, const float* dropout_mask,          \
+                                     const float* kpm, const float* am, int64_t batch,            \
+                                     int64_t heads, int64_t len, int64_t keys) {                  \
+    const int64_t rows = batch * heads * len;                                                     \
+    const int nt = threads_for(rows * keys * 8); /* exp: a row is worth several copies */        \
+    _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
+    for (int64_t r = 0; r < rows; ++r)                                                            \
+      softmax_forward_body(s, p_drop, dropout_mask, kpm, am, r, heads, len, keys, SHORT_ROW);     \
+  }                                                                                               \
+  ATTR void softmax_backward_##SUFFIX(const float* p, float* dp, const float* dropout_mask,       \
+                                      int64_t rows, int64_t keys) {                               \
+    const int nt = threads_for(rows * keys * 2);                                                  \
+    _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
+    for (int64_t r = 0; r < rows; ++r) softmax_backward_body(p, dp, dropout_mask, r, keys);       \
+  }
+
+#define SHORT_ROW ShortRowAvx512{}
+HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET)
+#undef SHORT_ROW
+#define SHORT_ROW nullptr
+HEADLAB_DEFINE_BUILD(portable, )
+#undef SHORT_ROW
+
+}  // namespace
+
+void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
+                 int64_t heads, int64_t dim) {
+  if (avx512_enabled())
+    return heads_copy_avx512(x, nullptr, nullptr, y, true, false, batch, len, parts, heads, dim);
+  heads_copy_portable(x, nullptr, nullptr, y, true, false, batch, len, parts, heads, dim);
+}
+
+void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
+                 int64_t parts, int64_t heads, int64_t dim) {
+  if (avx512_enabled())
+    return heads_copy_avx512(nullptr, x, y, nullptr, false, accumulate, batch, len, parts, heads,
+                             dim);
+  heads_copy_portable(nullptr, x, y, nullptr, false, accumulate, batch, len, parts, heads, dim);
+}
+
+void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
+                               const float* key_padding_mask, const float* attn_mask,
+                               int64_t batch, int64_t heads, int64_t len, int64_t keys) {
+  if (keys == 0) return;
+  if (avx512_enabled())
+    return softmax_forward_avx512(s, p_drop, dropout_mask, key_padding_mask, attn_mask, batch,
+                                  heads, len, keys);
+  softmax_forward_portable(s, p_drop, dropout_mask, key_padding_mask, attn_mask, batch, heads,
+                           len, keys);
+}
+
+void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
+                                int64_t rows, int64_t keys) {
+  if (keys == 0) return;
+  if (avx512_enabled()) return softmax_backward_avx512(p, dp, dropout_mask, rows, keys);
+  softmax_backward_portable(p, dp, dropout_mask, rows, keys);
+}
+
+}  // namespace headlab::fast

@@ -1,0 +1,45 @@
+#pragma once
+// Vectorized loops behind the fused kernels of the blas and onednn backends (internal to core;
+// use kernels()). Each function has an AVX-512 build and a portable build of the same source;
+// the AVX-512 one runs where the CPU has it (checked once). Row-major fp32, no allocation
+// beyond pooled scratch, sizes of zero do nothing. Semantics as the Kernels methods of the same
+// name (core/kernels.h).
+
+#include <cstdint>
+
+namespace headlab::fast {
+
+// c [rows, cols] += bias (per column; null: none), then max(0, .) when relu.
+void bias_act(float* c, int64_t rows, int64_t cols, const float* bias, bool relu);
+void bias_act_backward(const float* dy, const float* y, float* dz, float* db, int64_t rows,
+                       int64_t cols);
+void add_layer_norm_forward(const float* x, const float* r, const float* gamma, const float* beta,
+                            float* y, float* xhat, float* rstd, int64_t rows, int64_t cols,
+                            float eps);
+void add_layer_norm_backward(const float* xhat, const float* rstd, const float* gamma,
+                             const float* dy, float* dx, bool accumulate_dx, float* dr,
+                             bool accumulate_dr, float* dgamma, float* dbeta, int64_t rows,
+                             int64_t cols);
+
+void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
+                 int64_t heads, int64_t dim);
+void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
+                 int64_t parts, int64_t heads, int64_t dim);
+void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
+                               const float* key_padding_mask, const float* attn_mask,
+                               int64_t batch, int64_t heads, int64_t len, int64_t keys);
+void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
+                                int64_t rows, int64_t keys);
+
+// True when the AVX-512 builds run.
+bool avx512_enabled();
+
+// Threads for a kernel over `work` floats: OpenMP's count when there is enough work to share,
+// else 1 (a parallel region costs microseconds).
+int threads_for(int64_t work);
+
+}  // namespace headlab::fast
+
+// The build attribute and inlining for the two builds of each kernel body.
+#define HEADLAB_AVX512_TARGET __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define HEADLAB_INLINE [[gnu::always_inline]] inline
