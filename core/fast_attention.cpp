@@ -15,7 +15,13 @@
 #include <limits>
 #include <type_traits>
 
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of masked
+// builtins, which trips -Wmaybe-uninitialized at every use (GCC bug 105593): the header's lines
+// are exempt.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include "core/fast_kernels.h"
 
@@ -55,12 +61,39 @@ HEADLAB_INLINE void copy_row(const float* __restrict src, float* __restrict dst,
   }
 }
 
+// copy_row in the AVX-512 build: whole vectors and a masked tail, so a head row of 8 to 64
+// floats is a few instructions rather than a call to memcpy.
+struct CopyRowAvx512 {
+  HEADLAB_AVX512_TARGET void operator()(const float* src, float* dst, int64_t n,
+                                        bool accumulate) const {
+    int64_t e = 0;
+    for (; e + 16 <= n; e += 16) {
+      __m512 v = _mm512_loadu_ps(src + e);
+      if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(dst + e));
+      _mm512_storeu_ps(dst + e, v);
+    }
+    if (e < n) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (n - e)) - 1);
+      __m512 v = _mm512_maskz_loadu_ps(m, src + e);
+      if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, dst + e));
+      _mm512_mask_storeu_ps(dst + e, m, v);
+    }
+  }
+};
+
+struct CopyRowPortable {
+  void operator()(const float* src, float* dst, int64_t n, bool accumulate) const {
+    copy_row(src, dst, n, accumulate);
+  }
+};
+
 // Element (b, t, p, i, :) of x [B, T, P, H, d] and (p, b, i, t, :) of y [P, B, H, T, d], for
 // one b. `to_heads` copies x into y, else y into x (adding when accumulate).
+template <class CopyRow>
 HEADLAB_INLINE void heads_copy_body(const float* x_in, float* x_out, const float* y_in,
                                     float* y_out, bool to_heads, bool accumulate, int64_t b,
                                     int64_t batch, int64_t len, int64_t parts, int64_t heads,
-                                    int64_t dim) {
+                                    int64_t dim, CopyRow copy_row) {
   const int64_t row = parts * heads * dim;
   for (int64_t t = 0; t < len; ++t)
     for (int64_t p = 0; p < parts; ++p)
@@ -136,6 +169,23 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline __m512 exp16(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~low), _mm512_scalef_ps(e, n));
 }
 
+// Horizontal max and sum of 16 lanes by in-register shuffles (GCC 12's _mm512_reduce_* draw a
+// -Wmaybe-uninitialized false positive).
+HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline float hmax16(__m512 v) {
+  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_cvtss_f32(v);
+}
+HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline float hsum16(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_cvtss_f32(v);
+}
+
 // softmax_row for rows of at most 64 keys, held in four registers (lanes past `keys` hold -inf
 // and are never stored).
 HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void softmax_row16(float* s, float* pd, const float* dm,
@@ -159,7 +209,7 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void softmax_row16(float* s,
     v[i] = _mm512_mask_mov_ps(v[i], masked, neg_inf);
     mx = _mm512_max_ps(mx, v[i]);
   }
-  const float m = _mm512_reduce_max_ps(mx);
+  const float m = hmax16(mx);
   if (m == kNegInf) {  // every key masked: a zero row, never NaN
     for (int i = 0; i < nv; ++i) {
       _mm512_mask_storeu_ps(s + 16 * i, live[i], zero);
@@ -173,7 +223,7 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void softmax_row16(float* s,
     v[i] = exp16(_mm512_sub_ps(v[i], mv));
     sum = _mm512_add_ps(sum, v[i]);
   }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  const __m512 inv = _mm512_set1_ps(1.0f / hsum16(sum));
   for (int i = 0; i < nv; ++i) {
     const __m512 p = _mm512_mul_ps(v[i], inv);
     _mm512_mask_storeu_ps(s + 16 * i, live[i], p);
@@ -238,7 +288,7 @@ HEADLAB_INLINE void softmax_backward_body(const float* p, float* dp, const float
     _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
     for (int64_t b = 0; b < batch; ++b)                                                           \
       heads_copy_body(x_in, x_out, y_in, y_out, to_heads, accumulate, b, batch, len, parts,       \
-                      heads, dim);                                                                \
+                      heads, dim, COPY_ROW);                                                      \
   }                                                                                               \
   ATTR void softmax_forward_##SUFFIX(float* s, float* p_drop, const float* dropout_mask,          \
                                      const float* kpm, const float* am, int64_t batch,            \
@@ -257,11 +307,15 @@ HEADLAB_INLINE void softmax_backward_body(const float* p, float* dp, const float
   }
 
 #define SHORT_ROW ShortRowAvx512{}
+#define COPY_ROW CopyRowAvx512{}
 HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET)
 #undef SHORT_ROW
+#undef COPY_ROW
 #define SHORT_ROW nullptr
+#define COPY_ROW CopyRowPortable{}
 HEADLAB_DEFINE_BUILD(portable, )
 #undef SHORT_ROW
+#undef COPY_ROW
 
 }  // namespace
 

@@ -219,29 +219,83 @@ HEADLAB_INLINE void add_layer_norm_backward_body(
   }
 }
 
-// ---- the two builds of each body
+// ---- the two builds of each body. With nt > 1 threads the rows are split into nt ranges; sums
+// over rows go to per-thread partials in `scratch` and are added in thread order afterwards (so
+// a thread count gives the same result on every run).
 
-#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR)                                                      \
-  ATTR void bias_act_##SUFFIX(float* c, int64_t rows, int64_t cols, const float* bias,        \
-                              bool relu) {                                                    \
-    bias_act_body(c, rows, cols, bias, relu);                                                 \
-  }                                                                                           \
-  ATTR void bias_act_backward_##SUFFIX(const float* dy, const float* y, float* dz, float* db, \
-                                       float* part, int64_t rows, int64_t cols) {             \
-    bias_act_backward_body(dy, y, dz, db, part, rows, cols);                                  \
-  }                                                                                           \
-  ATTR void add_layer_norm_forward_##SUFFIX(const float* x, const float* r,                   \
-                                            const float* gamma, const float* beta, float* y,  \
-                                            float* xhat, float* rstd, int64_t rows,           \
-                                            int64_t cols, float eps) {                        \
-    add_layer_norm_forward_body(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps);           \
-  }                                                                                           \
-  ATTR void add_layer_norm_backward_##SUFFIX(                                                 \
-      const float* xhat, const float* rstd, const float* gamma, const float* dy, float* dx,   \
-      bool accumulate_dx, float* dr, bool accumulate_dr, float* dgamma, float* dbeta,         \
-      float* part, int64_t rows, int64_t cols) {                                              \
-    add_layer_norm_backward_body(xhat, rstd, gamma, dy, dx, accumulate_dx, dr, accumulate_dr, \
-                                 dgamma, dbeta, part, rows, cols);                            \
+HEADLAB_INLINE void row_range(int64_t rows, int nt, int t, int64_t& r0, int64_t& r1) {
+  r0 = rows * t / nt;
+  r1 = rows * (t + 1) / nt;
+}
+
+HEADLAB_INLINE void add_partials(float* out, const float* scratch, int nt, int64_t stride,
+                                 int64_t cols) {
+  std::fill_n(out, cols, 0.0f);
+  for (int t = 0; t < nt; ++t) {
+    const float* p = scratch + t * stride;
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) out[j] += p[j];
+  }
+}
+
+#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR)                                                        \
+  ATTR void bias_act_##SUFFIX(float* c, int64_t rows, int64_t cols, const float* bias, bool relu, \
+                              int nt) {                                                           \
+    _Pragma("omp parallel num_threads(nt) if (nt > 1)") {                                         \
+      int64_t r0, r1;                                                                             \
+      row_range(rows, omp_get_num_threads(), omp_get_thread_num(), r0, r1);                       \
+      bias_act_body(c + r0 * cols, r1 - r0, cols, bias, relu);                                    \
+    }                                                                                             \
+  }                                                                                               \
+  /* scratch: nt blocks of 2 * cols (partial db, then block partials) */                          \
+  ATTR void bias_act_backward_##SUFFIX(const float* dy, const float* y, float* dz, float* db,     \
+                                       float* scratch, int64_t rows, int64_t cols, int nt) {      \
+    if (nt == 1) return bias_act_backward_body(dy, y, dz, db, scratch + cols, rows, cols);        \
+    _Pragma("omp parallel num_threads(nt)") {                                                     \
+      const int t = omp_get_thread_num();                                                         \
+      int64_t r0, r1;                                                                             \
+      row_range(rows, nt, t, r0, r1);                                                             \
+      float* mine = scratch + 2 * cols * t;                                                       \
+      bias_act_backward_body(dy + r0 * cols, y ? y + r0 * cols : nullptr,                         \
+                             dz ? dz + r0 * cols : nullptr, db ? mine : nullptr, mine + cols,     \
+                             r1 - r0, cols);                                                      \
+    }                                                                                             \
+    if (db) add_partials(db, scratch, nt, 2 * cols, cols);                                        \
+  }                                                                                               \
+  ATTR void add_layer_norm_forward_##SUFFIX(const float* x, const float* r, const float* gamma,   \
+                                            const float* beta, float* y, float* xhat,             \
+                                            float* rstd, int64_t rows, int64_t cols, float eps,   \
+                                            int nt) {                                             \
+    _Pragma("omp parallel num_threads(nt) if (nt > 1)") {                                         \
+      int64_t r0, r1;                                                                             \
+      row_range(rows, omp_get_num_threads(), omp_get_thread_num(), r0, r1);                       \
+      const int64_t o = r0 * cols;                                                                \
+      add_layer_norm_forward_body(x + o, r + o, gamma, beta, y + o, xhat + o, rstd + r0, r1 - r0, \
+                                  cols, eps);                                                     \
+    }                                                                                             \
+  }                                                                                               \
+  /* scratch: nt blocks of 4 * cols (partial dgamma, partial dbeta, block partials) */            \
+  ATTR void add_layer_norm_backward_##SUFFIX(                                                     \
+      const float* xhat, const float* rstd, const float* gamma, const float* dy, float* dx,       \
+      bool accumulate_dx, float* dr, bool accumulate_dr, float* dgamma, float* dbeta,             \
+      float* scratch, int64_t rows, int64_t cols, int nt) {                                       \
+    if (nt == 1)                                                                                  \
+      return add_layer_norm_backward_body(xhat, rstd, gamma, dy, dx, accumulate_dx, dr,           \
+                                          accumulate_dr, dgamma, dbeta, scratch + 2 * cols, rows, \
+                                          cols);                                                  \
+    _Pragma("omp parallel num_threads(nt)") {                                                     \
+      const int t = omp_get_thread_num();                                                         \
+      int64_t r0, r1;                                                                             \
+      row_range(rows, nt, t, r0, r1);                                                             \
+      float* mine = scratch + 4 * cols * t;                                                       \
+      const int64_t o = r0 * cols;                                                                \
+      add_layer_norm_backward_body(xhat + o, rstd + r0, gamma, dy + o, dx + o, accumulate_dx,     \
+                                   dr ? dr + o : nullptr, accumulate_dr,                          \
+                                   dgamma ? mine : nullptr, dbeta ? mine + cols : nullptr,        \
+                                   mine + 2 * cols, r1 - r0, cols);                               \
+    }                                                                                             \
+    if (dgamma) add_partials(dgamma, scratch, nt, 4 * cols, cols);                                \
+    if (dbeta) add_partials(dbeta, scratch + cols, nt, 4 * cols, cols);                           \
   }
 
 HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET)
@@ -269,8 +323,9 @@ int threads_for(int64_t work) {
 
 void bias_act(float* c, int64_t rows, int64_t cols, const float* bias, bool relu) {
   if (rows == 0 || cols == 0 || (!bias && !relu)) return;
-  if (avx512_enabled()) return bias_act_avx512(c, rows, cols, bias, relu);
-  bias_act_portable(c, rows, cols, bias, relu);
+  const int nt = threads_for(rows * cols);
+  if (avx512_enabled()) return bias_act_avx512(c, rows, cols, bias, relu, nt);
+  bias_act_portable(c, rows, cols, bias, relu, nt);
 }
 
 void bias_act_backward(const float* dy, const float* y, float* dz, float* db, int64_t rows,
@@ -280,18 +335,21 @@ void bias_act_backward(const float* dy, const float* y, float* dz, float* db, in
     if (db) std::fill_n(db, cols, 0.0f);
     return;
   }
-  Tensor part = Tensor::empty({cols});
-  if (avx512_enabled()) return bias_act_backward_avx512(dy, y, dz, db, part.data(), rows, cols);
-  bias_act_backward_portable(dy, y, dz, db, part.data(), rows, cols);
+  const int nt = threads_for(rows * cols);
+  Tensor scratch = Tensor::empty({2 * cols * nt});
+  if (avx512_enabled())
+    return bias_act_backward_avx512(dy, y, dz, db, scratch.data(), rows, cols, nt);
+  bias_act_backward_portable(dy, y, dz, db, scratch.data(), rows, cols, nt);
 }
 
 void add_layer_norm_forward(const float* x, const float* r, const float* gamma, const float* beta,
                             float* y, float* xhat, float* rstd, int64_t rows, int64_t cols,
                             float eps) {
   if (rows == 0 || cols == 0) return;
+  const int nt = threads_for(rows * cols * 2);
   if (avx512_enabled())
-    return add_layer_norm_forward_avx512(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps);
-  add_layer_norm_forward_portable(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps);
+    return add_layer_norm_forward_avx512(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps, nt);
+  add_layer_norm_forward_portable(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps, nt);
 }
 
 void add_layer_norm_backward(const float* xhat, const float* rstd, const float* gamma,
@@ -304,12 +362,14 @@ void add_layer_norm_backward(const float* xhat, const float* rstd, const float* 
     if (dbeta) std::fill_n(dbeta, cols, 0.0f);
     return;
   }
-  Tensor part = Tensor::empty({2 * cols});
+  const int nt = threads_for(rows * cols * 2);
+  Tensor scratch = Tensor::empty({4 * cols * nt});
   if (avx512_enabled())
     return add_layer_norm_backward_avx512(xhat, rstd, gamma, dy, dx, accumulate_dx, dr,
-                                          accumulate_dr, dgamma, dbeta, part.data(), rows, cols);
+                                          accumulate_dr, dgamma, dbeta, scratch.data(), rows,
+                                          cols, nt);
   add_layer_norm_backward_portable(xhat, rstd, gamma, dy, dx, accumulate_dx, dr, accumulate_dr,
-                                   dgamma, dbeta, part.data(), rows, cols);
+                                   dgamma, dbeta, scratch.data(), rows, cols, nt);
 }
 
 }  // namespace headlab::fast

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <omp.h>
+
 #include "core/error.h"
 
 namespace headlab {
@@ -62,6 +64,10 @@ void Adam::update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor>
   float* __restrict m = state[0].data();
   float* __restrict v = state[1].data();
   const int64_t n = value.numel();
+  // A large parameter is shared among the kernels' OpenMP threads; elements are independent, so
+  // the result does not depend on the split.
+  const int threads = n >= (int64_t{1} << 16) ? omp_get_max_threads() : 1;
+#pragma omp parallel for simd num_threads(threads) if (threads > 1) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i] + l2 * p[i];
     const float mi = beta1 * m[i] + one_minus_beta1 * gi;

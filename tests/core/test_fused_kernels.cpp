@@ -16,6 +16,7 @@
 
 #include "core/kernels.h"
 #include "core/rng.h"
+#include "core/threads.h"
 
 using namespace headlab;
 
@@ -253,4 +254,52 @@ TEST_CASE("core: attention softmax with masks and dropout matches the reference"
                                                      batch * heads * len, keys);
         CHECK(worst(d1, d0, 1e-5, 1e-6) <= 0.0);
       }
+}
+
+TEST_CASE("core: fused kernels split rows among threads and match the reference") {
+  // Sizes large enough that each kernel takes two threads (fast_kernels.h: threads_for).
+  Rng rng(10);
+  const Kernels& ref = kernels_for(Backend::reference);
+  const Kernels& fast = kernels_for(Backend::onednn);
+  set_num_threads(2);
+  const int64_t rows = 1027, cols = 128;  // rows not divisible by the thread count
+  const size_t n = static_cast<size_t>(rows * cols);
+  const auto dy = random_vec(n, rng), y = random_vec(n, rng), x = random_vec(n, rng, -2, 3);
+  const auto gamma = random_vec(cols, rng, 0.5f, 1.5f), beta = random_vec(cols, rng);
+  std::vector<float> dz0(n), dz1(n), db0(cols), db1(cols);
+  ref.bias_act_backward(dy.data(), y.data(), dz0.data(), db0.data(), rows, cols);
+  fast.bias_act_backward(dy.data(), y.data(), dz1.data(), db1.data(), rows, cols);
+  CHECK(dz1 == dz0);
+  const auto sdz = abs_column_sums(dz0, rows, cols);
+  CHECK(worst(db1, db0, 1e-5, 1e-7, &sdz) <= 0.0);
+
+  std::vector<float> y0(n), h0(n), s0(rows), y1(n), h1(n), s1(rows);
+  ref.add_layer_norm_forward(x.data(), dy.data(), gamma.data(), beta.data(), y0.data(), h0.data(),
+                             s0.data(), rows, cols, 1e-5f);
+  fast.add_layer_norm_forward(x.data(), dy.data(), gamma.data(), beta.data(), y1.data(),
+                              h1.data(), s1.data(), rows, cols, 1e-5f);
+  CHECK(worst(y1, y0, 2e-5, 0.0) <= 0.0);
+  std::vector<float> dx0(n), dr0(n), dx1(n), dr1(n), dg0(cols), dg1(cols), dbt0(cols), dbt1(cols);
+  ref.add_layer_norm_backward(h0.data(), s0.data(), gamma.data(), y.data(), dx0.data(), false,
+                              dr0.data(), false, dg0.data(), dbt0.data(), rows, cols);
+  fast.add_layer_norm_backward(h0.data(), s0.data(), gamma.data(), y.data(), dx1.data(), false,
+                               dr1.data(), false, dg1.data(), dbt1.data(), rows, cols);
+  CHECK(worst(dx1, dx0, 2e-5, 2e-6) <= 0.0);
+  CHECK(dr1 == dx1);
+  std::vector<float> gh(n);
+  for (size_t i = 0; i < n; ++i) gh[i] = y[i] * h0[i];
+  const auto sg = abs_column_sums(gh, rows, cols), sb = abs_column_sums(y, rows, cols);
+  CHECK(worst(dg1, dg0, 1e-5, 1e-7, &sg) <= 0.0);
+  CHECK(worst(dbt1, dbt0, 1e-5, 1e-7, &sb) <= 0.0);
+
+  const int64_t batch = 16, heads = 4, len = 32;  // 2048 rows of 32 keys
+  const size_t ns = static_cast<size_t>(batch * heads * len * len);
+  auto s = random_vec(ns, rng, -5.0f, 5.0f);
+  std::vector<float> p0 = s, p1 = s;
+  ref.attention_softmax_forward(p0.data(), nullptr, nullptr, nullptr, nullptr, batch, heads, len,
+                                len);
+  fast.attention_softmax_forward(p1.data(), nullptr, nullptr, nullptr, nullptr, batch, heads, len,
+                                 len);
+  CHECK(worst(p1, p0, 0.0, 1e-6) <= 0.0);
+  set_num_threads(1);
 }
