@@ -24,6 +24,24 @@ NamedParameters checked(const char* who, const AdamOptions& o, NamedParameters p
   return params;
 }
 
+// The per-step scalars of the update, rounded to float (see update_parameter).
+struct Scalars {
+  float decay, l2, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, bc2_sqrt, eps;
+};
+
+// Elements [begin, end) of one parameter; restrict pointers let the loop vectorize.
+void update_range(float* __restrict p, const float* __restrict g, float* __restrict m,
+                  float* __restrict v, int64_t begin, int64_t end, const Scalars& s) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float gi = g[i] + s.l2 * p[i];
+    const float mi = s.beta1 * m[i] + s.one_minus_beta1 * gi;
+    const float vi = s.beta2 * v[i] + s.one_minus_beta2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * s.decay - s.step_size * mi / (std::sqrt(vi) / s.bc2_sqrt + s.eps);
+  }
+}
+
 }  // namespace
 
 Adam::Adam(NamedParameters params, const AdamOptions& options)
@@ -51,30 +69,30 @@ void Adam::update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor>
   const double wd = options_.weight_decay;
   const float decay = decoupled_ ? static_cast<float>(1.0 - lr() * wd) : 1.0f;
   const float l2 = decoupled_ ? 0.0f : static_cast<float>(wd);
-  const float beta1 = static_cast<float>(options_.beta1);
-  const float beta2 = static_cast<float>(options_.beta2);
-  const float one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
-  const float one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-  const float step_size = static_cast<float>(step_size_);
-  const float bc2_sqrt = static_cast<float>(bias_correction2_sqrt_);
-  const float eps = static_cast<float>(options_.eps);
+  Scalars s;
+  s.decay = decay;
+  s.l2 = l2;
+  s.beta1 = static_cast<float>(options_.beta1);
+  s.beta2 = static_cast<float>(options_.beta2);
+  s.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
+  s.one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
+  s.step_size = static_cast<float>(step_size_);
+  s.bc2_sqrt = static_cast<float>(bias_correction2_sqrt_);
+  s.eps = static_cast<float>(options_.eps);
 
-  float* __restrict p = value.data();
-  const float* __restrict g = grad.data();
-  float* __restrict m = state[0].data();
-  float* __restrict v = state[1].data();
+  float* p = value.data();
+  const float* g = grad.data();
+  float* m = state[0].data();
+  float* v = state[1].data();
   const int64_t n = value.numel();
-  // A large parameter is shared among the kernels' OpenMP threads; elements are independent, so
-  // the result does not depend on the split.
+  // A large parameter is shared among the kernels' OpenMP threads when there are several; the
+  // elements are independent, so the result does not depend on the split.
   const int threads = n >= (int64_t{1} << 16) ? omp_get_max_threads() : 1;
-#pragma omp parallel for simd num_threads(threads) if (threads > 1) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] + l2 * p[i];
-    const float mi = beta1 * m[i] + one_minus_beta1 * gi;
-    const float vi = beta2 * v[i] + one_minus_beta2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] * decay - step_size * mi / (std::sqrt(vi) / bc2_sqrt + eps);
+  if (threads == 1) return update_range(p, g, m, v, 0, n, s);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    update_range(p, g, m, v, n * t / nt, n * (t + 1) / nt, s);
   }
 }
 
