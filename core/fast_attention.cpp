@@ -1,6 +1,15 @@
-// Vectorized attention kernels (see fast_kernels.h): head layout copies and the masked softmax
-// with its backward. Two builds of each body as in fast_kernels.cpp; rows are shared among
-// OpenMP threads when there is enough work.
+// The fused attention kernels of the blas and onednn backends (see Kernels::attention_forward):
+// per (batch item, head), straight from the packed [B, T, 3, h, d] projections, the products run
+// as small register-blocked GEMMs on data that stays in L1, the masked softmax runs on each
+// score row in registers, and the outputs are written in their final layouts (no head-major
+// copies, no score round trips through memory beyond P, which backward needs). Two builds as in
+// fast_kernels.cpp: AVX-512 intrinsics, and portable loops; heads are shared among OpenMP
+// threads when there is enough work.
+//
+// The products, for Q, K, V [T, d] (rows 3 h d apart in qkv), P, P' [T, T], dO [T, d]:
+//   S = Q K^T and dP' = dO V^T read K^T, V^T from a [d, T] transposed copy (B operands are
+//   read by rows); P V, dS K, P'^T dO and dS^T Q read their A operand by scalar broadcasts, so
+//   a transposed A (P'^T, dS^T) costs nothing.
 //
 // exp is computed here rather than by libm so the row loops vectorize: exp(x) = 2^n exp(r) with
 // n = round(x log2(e)) and r = x - n ln(2) in two parts (Cody and Waite), exp(r) by Cephes'
@@ -11,9 +20,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <type_traits>
+
+#include <omp.h>
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of masked
 // builtins, which trips -Wmaybe-uninitialized at every use (GCC bug 105593): the header's lines
@@ -24,6 +33,8 @@
 #pragma GCC diagnostic pop
 
 #include "core/fast_kernels.h"
+#include "core/kernels.h"
+#include "core/tensor.h"
 
 namespace headlab::fast {
 namespace {
@@ -48,63 +59,6 @@ HEADLAB_INLINE float exp_approx(float x) {
   const float e = p * r * r + r + 1.0f;
   const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
   return x < kLow ? 0.0f : e * scale;
-}
-
-HEADLAB_INLINE void copy_row(const float* __restrict src, float* __restrict dst, int64_t n,
-                             bool accumulate) {
-  if (accumulate) {
-#pragma omp simd
-    for (int64_t e = 0; e < n; ++e) dst[e] += src[e];
-  } else {
-#pragma omp simd
-    for (int64_t e = 0; e < n; ++e) dst[e] = src[e];
-  }
-}
-
-// copy_row in the AVX-512 build: whole vectors and a masked tail, so a head row of 8 to 64
-// floats is a few instructions rather than a call to memcpy.
-struct CopyRowAvx512 {
-  HEADLAB_AVX512_TARGET void operator()(const float* src, float* dst, int64_t n,
-                                        bool accumulate) const {
-    int64_t e = 0;
-    for (; e + 16 <= n; e += 16) {
-      __m512 v = _mm512_loadu_ps(src + e);
-      if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(dst + e));
-      _mm512_storeu_ps(dst + e, v);
-    }
-    if (e < n) {
-      const __mmask16 m = static_cast<__mmask16>((1u << (n - e)) - 1);
-      __m512 v = _mm512_maskz_loadu_ps(m, src + e);
-      if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, dst + e));
-      _mm512_mask_storeu_ps(dst + e, m, v);
-    }
-  }
-};
-
-struct CopyRowPortable {
-  void operator()(const float* src, float* dst, int64_t n, bool accumulate) const {
-    copy_row(src, dst, n, accumulate);
-  }
-};
-
-// Element (b, t, p, i, :) of x [B, T, P, H, d] and (p, b, i, t, :) of y [P, B, H, T, d], for
-// one b. `to_heads` copies x into y, else y into x (adding when accumulate).
-template <class CopyRow>
-HEADLAB_INLINE void heads_copy_body(const float* x_in, float* x_out, const float* y_in,
-                                    float* y_out, bool to_heads, bool accumulate, int64_t b,
-                                    int64_t batch, int64_t len, int64_t parts, int64_t heads,
-                                    int64_t dim, CopyRow copy_row) {
-  const int64_t row = parts * heads * dim;
-  for (int64_t t = 0; t < len; ++t)
-    for (int64_t p = 0; p < parts; ++p)
-      for (int64_t i = 0; i < heads; ++i) {
-        const int64_t xo = (b * len + t) * row + (p * heads + i) * dim;
-        const int64_t yo = (((p * batch + b) * heads + i) * len + t) * dim;
-        if (to_heads)
-          copy_row(x_in + xo, y_out + yo, dim, false);
-        else
-          copy_row(y_in + yo, x_out + xo, dim, accumulate);
-      }
 }
 
 // One row of scores -> probabilities, in place (see Kernels::attention_softmax_forward).
@@ -233,31 +187,6 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void softmax_row16(float* s,
   }
 }
 
-struct ShortRowAvx512 {
-  HEADLAB_AVX512_TARGET void operator()(float* s, float* pd, const float* dm, const float* kpm,
-                                        const float* am, int64_t keys) const {
-    softmax_row16(s, pd, dm, kpm, am, keys);
-  }
-};
-
-// ShortRow: a function for rows of at most 64 keys (softmax_row16), or null.
-template <class ShortRow>
-HEADLAB_INLINE void softmax_forward_body(float* s, float* p_drop, const float* dropout_mask,
-                                         const float* kpm, const float* am, int64_t r,
-                                         int64_t heads, int64_t len, int64_t keys,
-                                         ShortRow short_row) {
-  const int64_t b = r / (heads * len), t = r % len;
-  float* sr = s + r * keys;
-  float* pd = p_drop ? p_drop + r * keys : nullptr;
-  const float* dm = dropout_mask ? dropout_mask + r * keys : nullptr;
-  const float* kr = kpm ? kpm + b * keys : nullptr;
-  const float* ar = am ? am + t * keys : nullptr;
-  if constexpr (!std::is_same_v<ShortRow, std::nullptr_t>) {
-    if (keys <= 64) return short_row(sr, pd, dm, kr, ar, keys);
-  }
-  softmax_row(sr, pd, dm, kr, ar, keys);
-}
-
 HEADLAB_INLINE void softmax_backward_body(const float* p, float* dp, const float* dropout_mask,
                                           int64_t r, int64_t keys) {
   const float* __restrict pr = p + r * keys;
@@ -279,77 +208,235 @@ HEADLAB_INLINE void softmax_backward_body(const float* p, float* dp, const float
   for (int64_t j = 0; j < keys; ++j) g[j] = pr[j] * (g[j] - dot);
 }
 
+
+// ---- small GEMMs: C[M, N] (row stride ldc) = alpha sum_k A(r, k) B[k, :N] (+ C when
+// accumulate), A(r, k) = a[r * ra + k * ka], B's rows ldb apart.
+
+HEADLAB_INLINE void mm_portable(const float* a, int64_t ra, int64_t ka, const float* b,
+                                int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+                                int64_t k, float alpha, bool accumulate) {
+  for (int64_t r = 0; r < m; ++r) {
+    float* __restrict cr = c + r * ldc;
+    if (!accumulate) std::fill_n(cr, n, 0.0f);
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = alpha * a[r * ra + p * ka];
+      const float* __restrict br = b + p * ldb;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) cr[j] += av * br[j];
+    }
+  }
+}
+
+// R rows by NV vectors of C in registers; the last vector's lanes are `tail`.
+template <int R, int NV>
+HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void mm_block(
+    const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
+    int64_t k, __mmask16 tail, float alpha, bool accumulate) {
+  __m512 acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    __m512 bv[NV];
+    const float* br = b + p * ldb;
+    for (int v = 0; v < NV; ++v)
+      bv[v] = v + 1 < NV ? _mm512_loadu_ps(br + 16 * v) : _mm512_maskz_loadu_ps(tail, br + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * ra + p * ka]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  const __m512 al = _mm512_set1_ps(alpha);
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 m = v + 1 < NV ? static_cast<__mmask16>(0xffff) : tail;
+      float* cp = c + r * ldc + 16 * v;
+      __m512 x = _mm512_mul_ps(acc[r][v], al);
+      if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, cp));
+      _mm512_mask_storeu_ps(cp, m, x);
+    }
+}
+
+template <int NV>
+HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void mm_rows(
+    const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
+    int64_t m, int64_t k, __mmask16 tail, float alpha, bool accumulate) {
+  // Enough accumulators to cover the FMA latency: 8 with one vector per row, else 4 rows.
+  constexpr int R = NV == 1 ? 8 : 4;
+  int64_t r = 0;
+  for (; r + R <= m; r += R)
+    mm_block<R, NV>(a + r * ra, ra, ka, b, ldb, c + r * ldc, ldc, k, tail, alpha, accumulate);
+  for (; r < m; ++r)
+    mm_block<1, NV>(a + r * ra, ra, ka, b, ldb, c + r * ldc, ldc, k, tail, alpha, accumulate);
+}
+
+HEADLAB_AVX512_TARGET inline void mm_avx512(const float* a, int64_t ra, int64_t ka,
+                                            const float* b, int64_t ldb, float* c, int64_t ldc,
+                                            int64_t m, int64_t n, int64_t k, float alpha,
+                                            bool accumulate) {
+  for (int64_t j0 = 0; j0 < n; j0 += 64) {  // column blocks of up to four vectors
+    const int64_t w = std::min<int64_t>(64, n - j0);
+    const int nv = static_cast<int>((w + 15) / 16);
+    const int64_t last = w - 16 * (nv - 1);
+    const __mmask16 tail = static_cast<__mmask16>((1u << last) - 1);
+    const float* bj = b + j0;
+    float* cj = c + j0;
+    switch (nv) {
+      case 1: mm_rows<1>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
+      case 2: mm_rows<2>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
+      case 3: mm_rows<3>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
+      default: mm_rows<4>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
+    }
+  }
+}
+
+struct MmAvx512 {
+  HEADLAB_AVX512_TARGET void operator()(const float* a, int64_t ra, int64_t ka, const float* b,
+                                        int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+                                        int64_t k, float alpha, bool accumulate) const {
+    mm_avx512(a, ra, ka, b, ldb, c, ldc, m, n, k, alpha, accumulate);
+  }
+};
+struct MmPortable {
+  void operator()(const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c,
+                  int64_t ldc, int64_t m, int64_t n, int64_t k, float alpha,
+                  bool accumulate) const {
+    mm_portable(a, ra, ka, b, ldb, c, ldc, m, n, k, alpha, accumulate);
+  }
+};
+
+struct RowAvx512 {  // softmax of one score row
+  HEADLAB_AVX512_TARGET void operator()(float* s, float* pd, const float* dm, const float* kpm,
+                                        const float* am, int64_t keys) const {
+    if (keys <= 64) return softmax_row16(s, pd, dm, kpm, am, keys);
+    softmax_row(s, pd, dm, kpm, am, keys);
+  }
+};
+struct RowPortable {
+  void operator()(float* s, float* pd, const float* dm, const float* kpm, const float* am,
+                  int64_t keys) const {
+    softmax_row(s, pd, dm, kpm, am, keys);
+  }
+};
+
+// dst [cols, ld_dst] = src^T for src [rows, cols] with rows ld_src apart.
+HEADLAB_INLINE void transpose(const float* __restrict src, int64_t ld_src, int64_t rows,
+                              int64_t cols, float* __restrict dst, int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
+// ---- one (batch item, head)
+
+struct Head {
+  const AttentionDesc& d;
+  int64_t b, i;
+  int64_t ld() const { return 3 * d.heads * d.dim; }     // qkv row stride
+  int64_t ldo() const { return d.heads * d.dim; }        // out / dout row stride
+  int64_t bh() const { return b * d.heads + i; }
+  int64_t q_off() const { return b * d.len * ld() + i * d.dim; }
+  int64_t k_off() const { return q_off() + d.heads * d.dim; }
+  int64_t v_off() const { return q_off() + 2 * d.heads * d.dim; }
+  int64_t o_off() const { return b * d.len * ldo() + i * d.dim; }
+};
+
+// scratch: d.dim * d.len floats.
+template <class Mm, class Row>
+HEADLAB_INLINE void head_forward(const Head& h, const float* qkv, float* p, float* p_drop,
+                                 float* out, float* scratch, Mm mm, Row row) {
+  const AttentionDesc& d = h.d;
+  const int64_t t = d.len, n = d.dim, ld = h.ld();
+  float* pr = p + h.bh() * t * t;
+  float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : nullptr;
+  transpose(qkv + h.k_off(), ld, t, n, scratch, t);                    // K^T [d, T]
+  mm(qkv + h.q_off(), ld, 1, scratch, t, pr, t, t, t, n, d.scale, false);  // S = scale Q K^T
+  for (int64_t r = 0; r < t; ++r)
+    row(pr + r * t, pd ? pd + r * t : nullptr,
+        d.dropout_mask ? d.dropout_mask + (h.bh() * t + r) * t : nullptr,
+        d.key_padding_mask ? d.key_padding_mask + h.b * t : nullptr,
+        d.attn_mask ? d.attn_mask + r * t : nullptr, t);
+  mm(pd ? pd : pr, t, 1, qkv + h.v_off(), ld, out + h.o_off(), h.ldo(), t, n, t, 1.0f, false);
+}
+
+// scratch: d.dim * d.len + d.len * d.len floats.
+template <class Mm>
+HEADLAB_INLINE void head_backward(const Head& h, const float* qkv, const float* p,
+                                  const float* p_drop, const float* dout, float* dqkv,
+                                  bool accumulate, float* scratch, Mm mm) {
+  const AttentionDesc& d = h.d;
+  const int64_t t = d.len, n = d.dim, ld = h.ld();
+  const float* pr = p + h.bh() * t * t;
+  const float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : pr;
+  const float* mult = d.dropout_mask ? d.dropout_mask + h.bh() * t * t : nullptr;
+  const float* d_o = dout + h.o_off();
+  float* vt = scratch;
+  float* ds = scratch + n * t;
+  transpose(qkv + h.v_off(), ld, t, n, vt, t);                          // V^T [d, T]
+  mm(d_o, h.ldo(), 1, vt, t, ds, t, t, t, n, 1.0f, false);              // dP' = dO V^T
+  mm(pd, 1, t, d_o, h.ldo(), dqkv + h.v_off(), ld, t, n, t, 1.0f, accumulate);  // dV = P'^T dO
+  for (int64_t r = 0; r < t; ++r) softmax_backward_body(pr, ds, mult, r, t);  // dS
+  mm(ds, t, 1, qkv + h.k_off(), ld, dqkv + h.q_off(), ld, t, n, t, d.scale, accumulate);  // dQ
+  mm(ds, 1, t, qkv + h.q_off(), ld, dqkv + h.k_off(), ld, t, n, t, d.scale, accumulate);  // dK
+}
+
 // The parallel loops live in the wrappers, so OpenMP's outlined bodies get the wrapper's ISA.
-#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR)                                                        \
-  ATTR void heads_copy_##SUFFIX(const float* x_in, float* x_out, const float* y_in, float* y_out, \
-                                bool to_heads, bool accumulate, int64_t batch, int64_t len,       \
-                                int64_t parts, int64_t heads, int64_t dim) {                      \
-    const int nt = threads_for(batch * len * parts * heads * dim);                                \
-    _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
-    for (int64_t b = 0; b < batch; ++b)                                                           \
-      heads_copy_body(x_in, x_out, y_in, y_out, to_heads, accumulate, b, batch, len, parts,       \
-                      heads, dim, COPY_ROW);                                                      \
+#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR, MM, ROW)                                               \
+  ATTR void forward_##SUFFIX(const AttentionDesc& d, const float* qkv, float* p, float* p_drop,   \
+                             float* out, float* scratch, int nt) {                                \
+    const int64_t heads = d.batch * d.heads, per = d.dim * d.len;                                 \
+    if (nt == 1) {                                                                                \
+      for (int64_t x = 0; x < heads; ++x)                                                         \
+        head_forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out, scratch, MM, ROW);   \
+      return;                                                                                     \
+    }                                                                                             \
+    _Pragma("omp parallel for num_threads(nt) schedule(static)")                                  \
+    for (int64_t x = 0; x < heads; ++x)                                                           \
+      head_forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out,                        \
+                   scratch + per * omp_get_thread_num(), MM, ROW);                                \
   }                                                                                               \
-  ATTR void softmax_forward_##SUFFIX(float* s, float* p_drop, const float* dropout_mask,          \
-                                     const float* kpm, const float* am, int64_t batch,            \
-                                     int64_t heads, int64_t len, int64_t keys) {                  \
-    const int64_t rows = batch * heads * len;                                                     \
-    const int nt = threads_for(rows * keys * 8); /* exp: a row is worth several copies */        \
-    _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
-    for (int64_t r = 0; r < rows; ++r)                                                            \
-      softmax_forward_body(s, p_drop, dropout_mask, kpm, am, r, heads, len, keys, SHORT_ROW);     \
-  }                                                                                               \
-  ATTR void softmax_backward_##SUFFIX(const float* p, float* dp, const float* dropout_mask,       \
-                                      int64_t rows, int64_t keys) {                               \
-    const int nt = threads_for(rows * keys * 2);                                                  \
-    _Pragma("omp parallel for num_threads(nt) if (nt > 1)")                                       \
-    for (int64_t r = 0; r < rows; ++r) softmax_backward_body(p, dp, dropout_mask, r, keys);       \
+  ATTR void backward_##SUFFIX(const AttentionDesc& d, const float* qkv, const float* p,           \
+                              const float* p_drop, const float* dout, float* dqkv,                \
+                              bool accumulate, float* scratch, int nt) {                          \
+    const int64_t heads = d.batch * d.heads, per = d.dim * d.len + d.len * d.len;                 \
+    if (nt == 1) {                                                                                \
+      for (int64_t x = 0; x < heads; ++x)                                                         \
+        head_backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate,  \
+                      scratch, MM);                                                               \
+      return;                                                                                     \
+    }                                                                                             \
+    _Pragma("omp parallel for num_threads(nt) schedule(static)")                                  \
+    for (int64_t x = 0; x < heads; ++x)                                                           \
+      head_backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate,    \
+                    scratch + per * omp_get_thread_num(), MM);                                    \
   }
 
-#define SHORT_ROW ShortRowAvx512{}
-#define COPY_ROW CopyRowAvx512{}
-HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET)
-#undef SHORT_ROW
-#undef COPY_ROW
-#define SHORT_ROW nullptr
-#define COPY_ROW CopyRowPortable{}
-HEADLAB_DEFINE_BUILD(portable, )
-#undef SHORT_ROW
-#undef COPY_ROW
+HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET, MmAvx512{}, RowAvx512{})
+HEADLAB_DEFINE_BUILD(portable, , MmPortable{}, RowPortable{})
+
+// Threads for the heads of one call: the products dominate (about 4 T^2 d flops per head and
+// direction), counted in floats' worth of work as threads_for expects.
+int heads_threads(const AttentionDesc& d) {
+  return threads_for(d.batch * d.heads * d.len * d.len * d.dim / 4);
+}
 
 }  // namespace
 
-void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
-                 int64_t heads, int64_t dim) {
-  if (avx512_enabled())
-    return heads_copy_avx512(x, nullptr, nullptr, y, true, false, batch, len, parts, heads, dim);
-  heads_copy_portable(x, nullptr, nullptr, y, true, false, batch, len, parts, heads, dim);
+void attention_forward(const AttentionDesc& d, const float* qkv, float* p, float* p_drop,
+                       float* out) {
+  if (d.batch == 0 || d.heads == 0 || d.len == 0) return;
+  const int nt = heads_threads(d);
+  Tensor scratch = Tensor::empty({std::max<int64_t>(1, d.dim * d.len * nt)});
+  if (avx512_enabled()) return forward_avx512(d, qkv, p, p_drop, out, scratch.data(), nt);
+  forward_portable(d, qkv, p, p_drop, out, scratch.data(), nt);
 }
 
-void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
-                 int64_t parts, int64_t heads, int64_t dim) {
+void attention_backward(const AttentionDesc& d, const float* qkv, const float* p,
+                        const float* p_drop, const float* dout, float* dqkv, bool accumulate) {
+  if (d.batch == 0 || d.heads == 0 || d.len == 0) return;
+  const int nt = heads_threads(d);
+  Tensor scratch = Tensor::empty({std::max<int64_t>(1, (d.dim * d.len + d.len * d.len) * nt)});
   if (avx512_enabled())
-    return heads_copy_avx512(nullptr, x, y, nullptr, false, accumulate, batch, len, parts, heads,
-                             dim);
-  heads_copy_portable(nullptr, x, y, nullptr, false, accumulate, batch, len, parts, heads, dim);
-}
-
-void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
-                               const float* key_padding_mask, const float* attn_mask,
-                               int64_t batch, int64_t heads, int64_t len, int64_t keys) {
-  if (keys == 0) return;
-  if (avx512_enabled())
-    return softmax_forward_avx512(s, p_drop, dropout_mask, key_padding_mask, attn_mask, batch,
-                                  heads, len, keys);
-  softmax_forward_portable(s, p_drop, dropout_mask, key_padding_mask, attn_mask, batch, heads,
-                           len, keys);
-}
-
-void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
-                                int64_t rows, int64_t keys) {
-  if (keys == 0) return;
-  if (avx512_enabled()) return softmax_backward_avx512(p, dp, dropout_mask, rows, keys);
-  softmax_backward_portable(p, dp, dropout_mask, rows, keys);
+    return backward_avx512(d, qkv, p, p_drop, dout, dqkv, accumulate, scratch.data(), nt);
+  backward_portable(d, qkv, p, p_drop, dout, dqkv, accumulate, scratch.data(), nt);
 }
 
 }  // namespace headlab::fast

@@ -241,7 +241,8 @@ HEADLAB_INLINE void add_partials(float* out, const float* scratch, int nt, int64
 #define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR)                                                        \
   ATTR void bias_act_##SUFFIX(float* c, int64_t rows, int64_t cols, const float* bias, bool relu, \
                               int nt) {                                                           \
-    _Pragma("omp parallel num_threads(nt) if (nt > 1)") {                                         \
+    if (nt == 1) return bias_act_body(c, rows, cols, bias, relu);                                 \
+    _Pragma("omp parallel num_threads(nt)") {                                                     \
       int64_t r0, r1;                                                                             \
       row_range(rows, omp_get_num_threads(), omp_get_thread_num(), r0, r1);                       \
       bias_act_body(c + r0 * cols, r1 - r0, cols, bias, relu);                                    \
@@ -266,7 +267,9 @@ HEADLAB_INLINE void add_partials(float* out, const float* scratch, int nt, int64
                                             const float* beta, float* y, float* xhat,             \
                                             float* rstd, int64_t rows, int64_t cols, float eps,   \
                                             int nt) {                                             \
-    _Pragma("omp parallel num_threads(nt) if (nt > 1)") {                                         \
+    if (nt == 1)                                                                                  \
+      return add_layer_norm_forward_body(x, r, gamma, beta, y, xhat, rstd, rows, cols, eps);      \
+    _Pragma("omp parallel num_threads(nt)") {                                                     \
       int64_t r0, r1;                                                                             \
       row_range(rows, omp_get_num_threads(), omp_get_thread_num(), r0, r1);                       \
       const int64_t o = r0 * cols;                                                                \

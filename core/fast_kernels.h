@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "core/kernels.h"
+
 namespace headlab::fast {
 
 // c [rows, cols] += bias (per column; null: none), then max(0, .) when relu.
@@ -21,15 +23,10 @@ void add_layer_norm_backward(const float* xhat, const float* rstd, const float* 
                              bool accumulate_dr, float* dgamma, float* dbeta, int64_t rows,
                              int64_t cols);
 
-void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
-                 int64_t heads, int64_t dim);
-void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
-                 int64_t parts, int64_t heads, int64_t dim);
-void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
-                               const float* key_padding_mask, const float* attn_mask,
-                               int64_t batch, int64_t heads, int64_t len, int64_t keys);
-void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
-                                int64_t rows, int64_t keys);
+void attention_forward(const AttentionDesc& d, const float* qkv, float* p, float* p_drop,
+                       float* out);
+void attention_backward(const AttentionDesc& d, const float* qkv, const float* p,
+                        const float* p_drop, const float* dout, float* dqkv, bool accumulate);
 
 // True when the AVX-512 builds run.
 bool avx512_enabled();

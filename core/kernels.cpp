@@ -16,11 +16,11 @@ std::atomic<Backend>& active() {
 // Forwards every kernel to the active backend; gemm also appends its descriptor.
 class RecordingKernels final : public Kernels {
  public:
-  std::vector<GemmDesc>* out = nullptr;
+  std::vector<GemmDesc>* recorded = nullptr;
   const Kernels& base() const { return kernels_for(current_backend()); }
   Backend backend() const override { return base().backend(); }
   void gemm(const GemmDesc& d, const float* a, const float* b, float* c) const override {
-    out->push_back(d);
+    recorded->push_back(d);
     base().gemm(d, a, b, c);
   }
   void softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const override {
@@ -61,7 +61,7 @@ class RecordingKernels final : public Kernels {
   }
   void gemm_bias_act(const GemmDesc& d, const float* a, const float* b, const float* bias,
                      bool relu, float* c) const override {
-    out->push_back(d);
+    recorded->push_back(d);
     base().gemm_bias_act(d, a, b, bias, relu, c);
   }
   void bias_act_backward(const float* dy, const float* y, float* dz, float* db, int64_t rows,
@@ -80,24 +80,24 @@ class RecordingKernels final : public Kernels {
     base().add_layer_norm_backward(xhat, rstd, gamma, dy, dx, accumulate_dx, dr, accumulate_dr,
                                    dgamma, dbeta, rows, cols);
   }
-  void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
-                   int64_t heads, int64_t dim) const override {
-    base().heads_split(x, y, batch, len, parts, heads, dim);
+  // The fused attention runs the products of the composed ops itself; the recording lists
+  // those batched GEMMs, so the GEMM-only time stays the time of the same products.
+  void attention_forward(const AttentionDesc& d, const float* qkv, float* p, float* p_drop,
+                         float* out) const override {
+    const int64_t t = d.len, n = d.dim, bh = d.batch * d.heads;
+    recorded->push_back({.trans_b = true, .m = t, .n = t, .k = n, .alpha = d.scale, .batch = bh});
+    recorded->push_back({.m = t, .n = n, .k = t, .batch = bh});
+    base().attention_forward(d, qkv, p, p_drop, out);
   }
-  void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
-                   int64_t parts, int64_t heads, int64_t dim) const override {
-    base().heads_merge(y, x, accumulate, batch, len, parts, heads, dim);
-  }
-  void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
-                                 const float* key_padding_mask, const float* attn_mask,
-                                 int64_t batch, int64_t heads, int64_t len,
-                                 int64_t keys) const override {
-    base().attention_softmax_forward(s, p_drop, dropout_mask, key_padding_mask, attn_mask, batch,
-                                     heads, len, keys);
-  }
-  void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
-                                  int64_t rows, int64_t keys) const override {
-    base().attention_softmax_backward(p, dp, dropout_mask, rows, keys);
+  void attention_backward(const AttentionDesc& d, const float* qkv, const float* p,
+                          const float* p_drop, const float* dout, float* dqkv,
+                          bool accumulate) const override {
+    const int64_t t = d.len, n = d.dim, bh = d.batch * d.heads;
+    recorded->push_back({.trans_b = true, .m = t, .n = t, .k = n, .batch = bh});                  // dP
+    recorded->push_back({.trans_a = true, .m = t, .n = n, .k = t, .batch = bh});                  // dV
+    recorded->push_back({.m = t, .n = n, .k = t, .alpha = d.scale, .batch = bh});                 // dQ
+    recorded->push_back({.trans_a = true, .m = t, .n = n, .k = t, .alpha = d.scale, .batch = bh});  // dK
+    base().attention_backward(d, qkv, p, p_drop, dout, dqkv, accumulate);
   }
 };
 
@@ -157,7 +157,7 @@ const Kernels& kernels() {
 }
 
 void record_gemms(std::vector<GemmDesc>* out) {
-  recorder().out = out;
+  recorder().recorded = out;
   g_recording.store(out != nullptr, std::memory_order_relaxed);
 }
 void set_backend(Backend b) { active().store(b, std::memory_order_relaxed); }

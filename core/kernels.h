@@ -43,6 +43,15 @@ struct GemmDesc {
   GemmDesc resolved() const;
 };
 
+// Shapes and options of the fused attention kernels (Kernels::attention_forward).
+struct AttentionDesc {
+  int64_t batch = 0, heads = 0, len = 0, dim = 0;  // B, h, T, d
+  float scale = 1.0f;
+  const float* key_padding_mask = nullptr;  // [B, T], nonzero = that key masked; or null
+  const float* attn_mask = nullptr;         // [T, T], nonzero at (t, s) hides key s from t
+  const float* dropout_mask = nullptr;      // [B, h, T, T] multipliers (0 or 1/(1-p)), or null
+};
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
@@ -109,27 +118,22 @@ class Kernels {
                                        bool accumulate_dr, float* dgamma, float* dbeta,
                                        int64_t rows, int64_t cols) const;
 
-  // Attention layouts: x [B, T, parts, heads, d] (a row holds parts * heads * d values, e.g. the
-  // Q, K, V projections side by side) and y [parts, B, heads, T, d] (each head's [T, d] block
-  // contiguous, as batched GEMMs want it). heads_split copies x into y; heads_merge copies y
-  // back into x, or adds into x when accumulate.
-  virtual void heads_split(const float* x, float* y, int64_t batch, int64_t len, int64_t parts,
-                           int64_t heads, int64_t dim) const;
-  virtual void heads_merge(const float* y, float* x, bool accumulate, int64_t batch, int64_t len,
-                           int64_t parts, int64_t heads, int64_t dim) const;
-  // Masked softmax of attention scores s [B, heads, T, S] (already scaled), in place: each row
-  // becomes P = softmax(s + m) where m is -inf at keys masked by key_padding_mask [B, S] or
-  // attn_mask [T, S] (nonzero = masked; either may be null); a row with every key masked becomes
-  // zeros. When dropout_mask [B, heads, T, S] (the dropout multipliers, 0 or 1/(1-p)) is
-  // non-null, p_drop = P * dropout_mask is written too.
-  virtual void attention_softmax_forward(float* s, float* p_drop, const float* dropout_mask,
-                                         const float* key_padding_mask, const float* attn_mask,
-                                         int64_t batch, int64_t heads, int64_t len,
-                                         int64_t keys) const;
-  // Its backward, in place over rows of [rows, keys]: dp holds dL/d(p_drop) (or dL/dP without
-  // dropout) and becomes dL/ds = P * (dq - sum_j P_j dq_j) with dq = dp * dropout_mask.
-  virtual void attention_softmax_backward(const float* p, float* dp, const float* dropout_mask,
-                                          int64_t rows, int64_t keys) const;
+  // Fused multi-head self-attention over packed projections (autograd's self_attention). qkv
+  // [B, T, 3, h, d] holds each token's Q, K and V side by side. Per batch item b and head i:
+  //   P = softmax(scale Q K^T + masks)  [T, T] -> p [B, h, T, T] (a row with every key masked
+  //       is zeros); P' = P * dropout multipliers -> p_drop (only with a dropout mask);
+  //   O = P' V (P V without dropout)    [T, d] -> out [B, T, h, d] (heads side by side).
+  // Masks as in AttentionDesc. The products are the batched GEMMs the composed ops would run;
+  // the fast build computes them per head in registers, with no head-major copies.
+  virtual void attention_forward(const AttentionDesc& d, const float* qkv, float* p,
+                                 float* p_drop, float* out) const;
+  // Its backward from dout [B, T, h, d] and the saved p (and p_drop): with dP' = dO V^T and
+  // dS = P * (dP - rowsum(P * dP)), dP = dP' * multipliers,
+  //   dQ = scale dS K, dK = scale dS^T Q, dV = P'^T dO  -> dqkv [B, T, 3, h, d],
+  // written, or added into dqkv when accumulate.
+  virtual void attention_backward(const AttentionDesc& d, const float* qkv, const float* p,
+                                  const float* p_drop, const float* dout, float* dqkv,
+                                  bool accumulate) const;
 };
 
 // The active backend's kernels (default: resolve_auto_backend()). Not thread-safe to switch
