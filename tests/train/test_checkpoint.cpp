@@ -24,26 +24,14 @@
 #include "train/checkpoint.h"
 #include "train/fs_util.h"
 #include "train/safetensors.h"
+#include "tests/temp_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("headlab-ckpt-{}-{}", ::getpid(), counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path, ignored);
-  }
-};
+using TempDir = testing::TempDir;
 
 class TinyModel : public Module {
  public:
@@ -126,7 +114,7 @@ std::string load_error(const fs::path& run) {
 }  // namespace
 
 TEST_CASE("train: checkpoint save writes the layout and loads back exactly") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   const fs::path dir = save_checkpoint(run.path, make_data(5), 3);
   CHECK(dir == run.path / "checkpoints" / "step-000005");
   CHECK(entries(run.path / "checkpoints") == std::vector<std::string>{"latest", "step-000005"});
@@ -155,7 +143,7 @@ TEST_CASE("train: checkpoint save writes the layout and loads back exactly") {
 }
 
 TEST_CASE("train: checkpoint retention keeps the newest and never what latest points to") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   for (int64_t step = 10; step <= 50; step += 10) save_checkpoint(run.path, make_data(step), 2);
   CHECK(entries(run.path / "checkpoints") ==
         std::vector<std::string>{"latest", "step-000040", "step-000050"});
@@ -181,7 +169,7 @@ TEST_CASE("train: checkpoint retention keeps the newest and never what latest po
 }
 
 TEST_CASE("train: checkpoint leftovers of a crashed save are ignored and then cleaned") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   save_checkpoint(run.path, make_data(100), 3);
   const fs::path root = run.path / "checkpoints";
   // What a save killed mid-way leaves: a partial temporary directory, a trash directory, a
@@ -198,7 +186,7 @@ TEST_CASE("train: checkpoint leftovers of a crashed save are ignored and then cl
 }
 
 TEST_CASE("train: checkpoint latest missing, dangling or pointing outside is a clear error") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   CHECK_FALSE(latest_checkpoint(run.path).has_value());
   CHECK(load_error(run.path) == fmt::format("no checkpoint in '{}': '{}' does not exist",
                                             run.path.string(),
@@ -226,7 +214,7 @@ TEST_CASE("train: checkpoint latest missing, dangling or pointing outside is a c
 }
 
 TEST_CASE("train: checkpoint state.json problems and missing files are named") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   const fs::path dir = save_checkpoint(run.path, make_data(3), 3);
   const fs::path state_path = dir / "state.json";
   const std::string good = read_text(state_path);
@@ -278,7 +266,7 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
 }
 
 TEST_CASE("train: checkpoint tensors missing, extra or mis-shaped are reported by the model") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   CheckpointData c = make_data(4, 16);  // w is [4, 4] but the model's is [3, 4]
   c.model.push_back({"extra", Tensor::zeros({1})});
   save_checkpoint(run.path, c, 3);
@@ -295,7 +283,7 @@ TEST_CASE("train: checkpoint tensors missing, extra or mis-shaped are reported b
 }
 
 TEST_CASE("train: checkpoint save refuses bad data before writing anything") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   CheckpointData c = make_data(1);
   c.rng_states["dropout"] = "not a state";
   CHECK_THROWS_WITH_AS(save_checkpoint(run.path, c, 3), doctest::Contains("RNG state 'dropout'"),
@@ -311,7 +299,7 @@ TEST_CASE("train: checkpoint save refuses bad data before writing anything") {
 }
 
 TEST_CASE("train: checkpoint into an unwritable directory fails clearly and keeps the last one") {
-  TempDir run;
+  TempDir run("headlab-ckpt");
   write_text(run.path / "file", "x");
   CHECK_THROWS_WITH_AS(save_checkpoint(run.path / "file" / "run", make_data(1), 3),
                        doctest::Contains("Not a directory"), Error);
@@ -331,7 +319,7 @@ TEST_CASE("train: checkpoint into an unwritable directory fails clearly and keep
 TEST_CASE("train: checkpoint on a full file system fails clearly and keeps the last one") {
   // RLIMIT_FSIZE makes write() fail with EFBIG at a chosen byte, as a full disk fails with
   // ENOSPC, also for root. Every cut point must leave `latest` at the previous checkpoint.
-  TempDir run;
+  TempDir run("headlab-ckpt");
   save_checkpoint(run.path, make_data(1, 4096), 3);
   struct rlimit old_limit {};
   REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
@@ -364,7 +352,7 @@ TEST_CASE("train: checkpoint on a full file system fails clearly and keeps the l
 TEST_CASE("train: checkpoint survives SIGKILL at any moment of a save") {
   // A child saves checkpoints in a loop; the parent kills it after delays drawn from a fixed
   // seed. Wherever the kill lands, `latest` must name a complete checkpoint of some saved step.
-  TempDir run;
+  TempDir run("headlab-ckpt");
   // The kill delays are drawn over a few save durations, measured here, so kills land before,
   // during and between saves on fast and slow disks alike (no assertion depends on timing).
   const auto t0 = std::chrono::steady_clock::now();

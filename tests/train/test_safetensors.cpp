@@ -18,25 +18,14 @@
 #include "core/rng.h"
 #include "train/fs_util.h"
 #include "train/safetensors.h"
+#include "tests/temp_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("headlab-st-{}-{}", ::getpid(), counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using TempDir = testing::TempDir;
 
 Tensor random_tensor(const Shape& shape, Rng& rng) {
   Tensor t = Tensor::empty(shape);
@@ -95,7 +84,7 @@ const std::string kScript = std::string(HEADLAB_SOURCE_DIR) + "/tests/train/read
 }  // namespace
 
 TEST_CASE("train: safetensors round trip keeps names, order, shapes, values and metadata") {
-  TempDir dir;
+  TempDir dir("headlab-st");
   const StateDict state = sample_state();
   const fs::path file = dir.path / "m.safetensors";
   write_safetensors(file, state, {{"step", "12"}, {"note", "héllo"}});
@@ -125,7 +114,7 @@ TEST_CASE("train: safetensors files are standard: numpy reads ours, we read nump
     MESSAGE("skipped: /usr/bin/python3 with numpy is not available (apt install python3-numpy)");
     return;
   }
-  TempDir dir;
+  TempDir dir("headlab-st");
   const StateDict state = sample_state();
   const fs::path ours = dir.path / "ours.safetensors";
   write_safetensors(ours, state, {{"step", "7"}});
@@ -160,7 +149,7 @@ TEST_CASE("train: safetensors files are standard: numpy reads ours, we read nump
 }
 
 TEST_CASE("train: safetensors malformed files give one line naming the file and the problem") {
-  TempDir dir;
+  TempDir dir("headlab-st");
   const fs::path file = dir.path / "bad.safetensors";
   auto expect_error = [&](const std::string& bytes, const std::string& fragment) {
     spit(file, bytes);
@@ -236,7 +225,7 @@ TEST_CASE("train: safetensors malformed files give one line naming the file and 
 }
 
 TEST_CASE("train: safetensors reader survives random corruption with headlab errors only") {
-  TempDir dir;
+  TempDir dir("headlab-st");
   write_safetensors(dir.path / "m.safetensors", sample_state(), {{"step", "1"}});
   const std::string good = slurp(dir.path / "m.safetensors");
   Rng rng(11);
@@ -275,7 +264,7 @@ TEST_CASE("train: safetensors reader survives random corruption with headlab err
 }
 
 TEST_CASE("train: safetensors writer rejects bad names and reports I/O failures") {
-  TempDir dir;
+  TempDir dir("headlab-st");
   const Tensor t = Tensor::zeros({2});
   CHECK_THROWS_WITH_AS(write_safetensors(dir.path / "a", {{"w", t}, {"w", t}}),
                        doctest::Contains("tensor name 'w' appears twice"), Error);

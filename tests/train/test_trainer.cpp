@@ -22,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
+#include "tests/temp_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -29,19 +30,7 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("headlab-trainer-{}-{}", ::getpid(), counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using TempDir = testing::TempDir;
 
 Config tiny(std::vector<std::string> sets = {}) {
   return load_config(std::string(HEADLAB_SOURCE_DIR) + "/configs/tiny.toml", sets);
@@ -80,7 +69,7 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("train: trainer learns configs/tiny.toml and writes the run files") {
-  TempDir dir;
+  TempDir dir("headlab-trainer");
   Trainer trainer(tiny(), dir.path / "run");
   Recorder rec;
   const TrainResult r = trainer.run(&rec);
@@ -146,7 +135,7 @@ TEST_CASE("train: trainer resume continues bit-identically (2k straight vs k, st
   const std::vector<std::string> sets = {"train.steps=40", "train.checkpoint_every=1000",
                                          "train.eval_every=15", "train.log_every=1",
                                          "model.dropout=0.1"};
-  TempDir dir;
+  TempDir dir("headlab-trainer");
   Trainer straight(tiny(sets), dir.path / "straight");
   Recorder a;
   straight.run(&a);
@@ -201,7 +190,7 @@ TEST_CASE("train: trainer resume continues bit-identically (2k straight vs k, st
 }
 
 TEST_CASE("train: trainer refuses a checkpoint whose config changes shapes") {
-  TempDir dir;
+  TempDir dir("headlab-trainer");
   {
     Trainer t(tiny({"train.steps=24", "train.eval_every=0"}), dir.path / "run");
     t.run();
@@ -222,7 +211,7 @@ TEST_CASE("train: trainer refuses a checkpoint whose config changes shapes") {
 }
 
 TEST_CASE("train: trainer stops on a non-finite loss before the update, last checkpoint intact") {
-  TempDir dir;
+  TempDir dir("headlab-trainer");
   const fs::path run = dir.path / "run";
   const std::vector<std::string> sets = {"train.steps=40", "train.checkpoint_every=1000",
                                          "train.eval_every=0"};
@@ -264,7 +253,7 @@ TEST_CASE("train: trainer stops on a non-finite loss before the update, last che
 }
 
 TEST_CASE("train: trainer guards run directories and names layer option mistakes") {
-  TempDir dir;
+  TempDir dir("headlab-trainer");
   const fs::path run = dir.path / "run";
   check_run_dir(run, false);  // absent: fine
   fs::create_directories(run);
