@@ -14,9 +14,11 @@
 //
 // A step is zero_grad + forward + loss + backward + Adam step. After warm-up it reports the
 // median, p10 and p90 ms per step, the inference forward (eval, NoGradGuard), the achieved
-// GFLOP/s (the reference's analytic FLOP count), the GEMM-only time of one step (every GEMM the
-// step ran, replayed through the active backend, the median of each summed), peak RSS, and heap
-// allocations per step (operator new calls plus new pooled buffers). Steps during which other
+// GFLOP/s (the reference's analytic FLOP count) beside one core's FMA peak measured on the
+// thread's CPU clock, the GEMM-only time of one step (every GEMM the step ran, including the
+// products inside the fused attention kernel, replayed through the active backend, the median of
+// each summed), peak RSS, and heap allocations per step (operator new calls plus new pooled
+// buffers). Steps during which other
 // processes used the CPU are flagged as in the reference, and the medians of the clean steps
 // are reported beside.
 
