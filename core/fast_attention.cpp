@@ -105,7 +105,7 @@ HEADLAB_INLINE void softmax_row(float* __restrict s, float* __restrict pd,
 }
 
 // exp_approx on 16 lanes: the same steps, with scalef applying 2^n.
-HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline __m512 exp16(__m512 x) {
+HEADLAB_AVX512_TARGET HEADLAB_INLINE __m512 exp16(__m512 x) {
   const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)),
                                   _mm512_set1_ps(88.37f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
@@ -125,14 +125,14 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline __m512 exp16(__m512 x) {
 
 // Horizontal max and sum of 16 lanes by in-register shuffles (GCC 12's _mm512_reduce_* draw a
 // -Wmaybe-uninitialized false positive).
-HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline float hmax16(__m512 v) {
+HEADLAB_AVX512_TARGET HEADLAB_INLINE float hmax16(__m512 v) {
   v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
   v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
   v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
   v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm512_cvtss_f32(v);
 }
-HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline float hsum16(__m512 v) {
+HEADLAB_AVX512_TARGET HEADLAB_INLINE float hsum16(__m512 v) {
   v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
   v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
   v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -142,7 +142,7 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline float hsum16(__m512 v) {
 
 // softmax_row for rows of at most 64 keys, held in four registers (lanes past `keys` hold -inf
 // and are never stored).
-HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void softmax_row16(float* s, float* pd, const float* dm,
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void softmax_row16(float* s, float* pd, const float* dm,
                                                 const float* kpm, const float* am, int64_t keys) {
   const __m512 neg_inf = _mm512_set1_ps(kNegInf), zero = _mm512_setzero_ps();
   const int nv = static_cast<int>((keys + 15) / 16);
@@ -229,7 +229,7 @@ HEADLAB_INLINE void mm_portable(const float* a, int64_t ra, int64_t ka, const fl
 
 // R rows by NV vectors of C in registers; the last vector's lanes are `tail`.
 template <int R, int NV>
-HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void mm_block(
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_block(
     const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
     int64_t k, __mmask16 tail, float alpha, bool accumulate) {
   __m512 acc[R][NV];
@@ -257,7 +257,7 @@ HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void mm_block(
 }
 
 template <int NV>
-HEADLAB_AVX512_TARGET [[gnu::always_inline]] inline void mm_rows(
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_rows(
     const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
     int64_t m, int64_t k, __mmask16 tail, float alpha, bool accumulate) {
   // Enough accumulators to cover the FMA latency: 8 with one vector per row, else 4 rows.

@@ -38,5 +38,11 @@ int threads_for(int64_t work);
 }  // namespace headlab::fast
 
 // The build attribute and inlining for the two builds of each kernel body.
+#if defined(__clang__)  // the fuzz build: clang's target attribute has no prefer-vector-width,
+                        // and takes no [[...]] attribute after __attribute__
+#define HEADLAB_AVX512_TARGET __attribute__((target("arch=x86-64-v4")))
+#define HEADLAB_INLINE __attribute__((always_inline)) inline
+#else
 #define HEADLAB_AVX512_TARGET __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
 #define HEADLAB_INLINE [[gnu::always_inline]] inline
+#endif

@@ -11,7 +11,15 @@ packages=(
   libfmt-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
   python3 python3-numpy
 )
-if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch); fi
+for flag in "$@"; do
+  case "$flag" in
+    --bench) packages+=(python3-torch) ;;
+    # scripts/test-sanitize.sh and scripts/fuzz.sh: clang with libFuzzer and the sanitizer
+    # runtimes, LLVM's OpenMP for clang builds, llvm-symbolizer for readable reports.
+    --sanitize) packages+=(clang libclang-rt-14-dev libomp-14-dev llvm) ;;
+    *) echo "install-deps.sh: unknown option '$flag' (expected --bench or --sanitize)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -26,6 +26,7 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMaxTextBytes = 64ull << 20;  // state.json, config.resolved.toml
+constexpr int kMaxJsonDepth = 64;                 // state.json nesting
 constexpr const char* kTmpPrefix = ".tmp-";
 constexpr const char* kTrashPrefix = ".trash-";
 constexpr const char* kFiles[] = {"state.json", "model.safetensors", "optimizer.safetensors",
@@ -286,9 +287,14 @@ CheckpointData load_checkpoint_dir(const fs::path& dir) {
   const fs::path state_path = dir / "state.json";
   const std::string where = state_path.string();
   json state;
+  // Deep nesting is refused while parsing: copying or printing a deep value recurses.
+  const auto depth_limit = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth) fail("{}: nests deeper than {} levels", where, kMaxJsonDepth);
+    return true;
+  };
   try {
-    state = json::parse(read_file(state_path, kMaxTextBytes));
-  } catch (const json::parse_error& e) {
+    state = json::parse(read_file(state_path, kMaxTextBytes), depth_limit);
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     std::string what = e.what();
     if (const auto at = what.find("] "); at != what.npos) what = what.substr(at + 2);
     fail("{}: not valid JSON: {}", where, what);

@@ -101,7 +101,7 @@ ojson parse_header_json(const std::string& text, const std::string& name) {
   ojson header;
   try {
     header = ojson::parse(text, cb);
-  } catch (const ojson::parse_error& e) {
+  } catch (const ojson::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     std::string what = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] " tag.
     if (const auto at = what.find("] "); what.rfind("[json.exception", 0) == 0 && at != what.npos)

@@ -1,0 +1,202 @@
+// Every hostile input of tests/hostile through the CLI: config files (config/*.toml, each with
+// "# expect: <fragment>" on its first line), command lines (cases.txt) and corrupted
+// checkpoints (checkpoint/cases.txt). Each must end with exit code 2 and exactly one stderr
+// line "headlab: error: ..." containing the expected fragment: no signal, no hang, nothing on
+// stdout, and nothing created or changed on disk.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/reliability/process.h"
+#include "tests/reliability/run_dir.h"
+
+using namespace headlab::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kHostile = source_dir() / "tests" / "hostile";
+constexpr double kTimeout = 120;       // seconds; a hang is a failure, not a slow pass
+constexpr size_t kMaxErrorLine = 1200;  // the CLI shortens long messages to about 1000
+
+RunOptions timeout(double seconds) {
+  RunOptions o;
+  o.timeout_seconds = seconds;
+  return o;
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Splits "a | b | c" into trimmed fields (no field holds a '|').
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; std::getline(in, f, '|');) out.push_back(trim(f));
+  if (!line.empty() && line.back() == '|') out.push_back("");
+  return out;
+}
+
+// The lines of a manifest that are cases (not blank, not comments).
+std::vector<std::string> case_lines(const fs::path& manifest) {
+  std::istringstream in(read_bytes(manifest));
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line))
+    if (!trim(line).empty() && trim(line)[0] != '#') lines.push_back(line);
+  return lines;
+}
+
+// The promise every hostile case must keep; returns "" or what went wrong.
+std::string check_rejected(const RunResult& r, const std::string& fragment) {
+  if (r.timed_out) return "did not finish in time (a hang)";
+  if (r.signal) return "ended by signal " + std::to_string(r.signal);
+  if (r.exit_code != 2) return "exit code " + std::to_string(r.exit_code) + ", expected 2";
+  const auto lines = r.err_lines();
+  if (lines.size() != 1) return std::to_string(lines.size()) + " stderr lines, expected 1";
+  if (lines[0].rfind("headlab: error: ", 0) != 0) return "stderr is not 'headlab: error: ...'";
+  if (lines[0].find(fragment) == std::string::npos) return "stderr lacks '" + fragment + "'";
+  if (lines[0].size() > kMaxErrorLine)
+    return "error line of " + std::to_string(lines[0].size()) + " characters";
+  if (!r.out.empty()) return "wrote to stdout";
+  return "";
+}
+
+// HEADLAB_HOSTILE_PRINT=1 prints every error line, to review the messages themselves.
+void show(const std::string& name, const RunResult& r) {
+  if (std::getenv("HEADLAB_HOSTILE_PRINT")) MESSAGE(name << ": " << r.err);
+}
+
+}  // namespace
+
+TEST_CASE("train: hostile configs") {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(kHostile / "config"))
+    if (e.path().extension() == ".toml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 100);
+  TempDir tmp("hostile-config");
+  int passed = 0;
+  for (const fs::path& file : files) {
+    std::istringstream in(read_bytes(file));
+    std::string first, second;
+    std::getline(in, first);
+    std::getline(in, second);
+    const std::string tag = "# expect: ";
+    REQUIRE_MESSAGE(first.rfind(tag, 0) == 0, file.string() << " has no '# expect:' first line");
+    const std::string fragment = trim(first.substr(tag.size()));
+    const fs::path out = tmp / file.stem().string();
+    std::vector<std::string> args = {"train", file.string(), "--out", out.string()};
+    if (second.rfind("# args: ", 0) == 0)
+      for (const auto& a : split_args(second.substr(8), {})) args.push_back(a);
+    const RunResult r = run_cli(args, timeout(kTimeout));
+    const std::string problem = check_rejected(r, fragment);
+    show(file.filename().string(), r);
+    CHECK_MESSAGE(problem.empty(), file.filename().string() << ": " << problem << "\n"
+                                                            << r.describe());
+    CHECK_MESSAGE(!fs::exists(fs::symlink_status(out)),
+                  file.filename().string() << ": created the run directory " << out);
+    passed += problem.empty();
+  }
+  MESSAGE(passed << " of " << files.size() << " hostile configs rejected as promised");
+}
+
+TEST_CASE("train: hostile command lines") {
+  const auto lines = case_lines(kHostile / "cases.txt");
+  REQUIRE(lines.size() >= 30);
+  TempDir tmp("hostile-cli");
+  const fs::path file = tmp / "regular-file", dir = tmp / "empty-dir";
+  write_bytes(file, "not a directory\n");
+  fs::create_directories(dir);
+  int index = 0;
+  for (const std::string& line : lines) {
+    const auto f = fields(line);
+    REQUIRE_MESSAGE(f.size() == 2, "malformed case line: " << line);
+    const fs::path out = tmp / ("out-" + std::to_string(index));
+    const fs::path missing = tmp / ("missing-" + std::to_string(index++));
+    const auto args = split_args(f[1], {{"out", out.string()},
+                                        {"file", file.string()},
+                                        {"dir", dir.string()},
+                                        {"missing", missing.string()},
+                                        {"tiny", "configs/tiny.toml"}});
+    const auto before = snapshot(tmp.path());
+    const RunResult r = run_cli(args, timeout(kTimeout));
+    const std::string problem = check_rejected(r, f[0]);
+    show(f[1], r);
+    CHECK_MESSAGE(problem.empty(), line << ": " << problem << "\n" << r.describe());
+    const std::string changed = snapshot_diff(before, snapshot(tmp.path()));
+    CHECK_MESSAGE(changed.empty(), line << ": changed the file system:\n" << changed);
+  }
+}
+
+TEST_CASE("train: hostile checkpoints") {
+  const fs::path cases = kHostile / "checkpoint" / "cases.txt";
+  const fs::path config = kHostile / "checkpoint" / "run.toml";
+  const auto lines = case_lines(cases);
+  REQUIRE(lines.size() >= 30);
+  TempDir tmp("hostile-checkpoint");
+  const fs::path good = tmp / "good";
+  const RunResult trained =
+      run_cli({"train", config.string(), "--out", good.string(), "--no-progress", "--no-analysis"});
+  REQUIRE_MESSAGE(trained.exit_code == 0, trained.describe());
+  REQUIRE(fs::read_symlink(good / "checkpoints" / "latest") == "step-000004");
+
+  int index = 0, runs = 0;
+  for (const std::string& line : lines) {
+    const auto f = fields(line);
+    REQUIRE_MESSAGE(f.size() == 4, "malformed case line: " << line);
+    const std::string& name = f[0];
+    const fs::path run = tmp / ("case-" + std::to_string(index++));
+    copy_tree(good, run);
+    std::istringstream ops(f[2]);
+    for (std::string op; std::getline(ops, op, ';');) {
+      op = trim(op);
+      if (op.empty()) continue;
+      try {
+        apply_operation(run, kHostile, op);
+      } catch (const std::exception& e) {
+        FAIL(name << ": " << e.what());
+      }
+    }
+    const auto command = split_args(f[1], {});
+    REQUIRE(!command.empty());
+    std::vector<std::vector<std::string>> invocations;
+    const std::vector<std::string> extra(command.begin() + 1, command.end());
+    if (command[0] == "resume" || command[0] == "both") {
+      std::vector<std::string> a = {"train", config.string(), "--resume", "--out", run.string(),
+                                    "--no-progress", "--no-analysis"};
+      a.insert(a.end(), extra.begin(), extra.end());
+      invocations.push_back(a);
+    }
+    if (command[0] == "eval" || command[0] == "both") {
+      std::vector<std::string> a = {"eval", run.string()};
+      a.insert(a.end(), extra.begin(), extra.end());
+      invocations.push_back(a);
+    }
+    REQUIRE_MESSAGE(!invocations.empty(), name << ": unknown command " << command[0]);
+    for (const auto& args : invocations) {
+      const Snapshot before = snapshot(run);
+      const RunResult r = run_cli(args, timeout(kTimeout));
+      ++runs;
+      const std::string problem = check_rejected(r, f[3]);
+      show(name + " (" + args[0] + ")", r);
+      CHECK_MESSAGE(problem.empty(), name << " (" << args[0] << "): " << problem << "\n"
+                                          << r.describe());
+      const std::string changed = snapshot_diff(before, snapshot(run));
+      CHECK_MESSAGE(changed.empty(), name << " (" << args[0] << ") changed the run directory:\n"
+                                          << changed);
+    }
+    std::error_code ignored;
+    fs::remove_all(run, ignored);
+  }
+  MESSAGE(lines.size() << " hostile checkpoints, " << runs << " runs of the CLI");
+}
