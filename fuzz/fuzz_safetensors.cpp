@@ -1,6 +1,6 @@
 // libFuzzer target: the safetensors reader over bytes in memory (parse_safetensors). Every
 // rejection must be a headlab::Error; an accepted file must describe exactly its own bytes
-// (the tensors' data fill the file after the header) and write back to the same tensors.
+// (the tensors' data fill the file after the header, nothing more, nothing less).
 
 #include <cstddef>
 #include <cstdint>

@@ -67,7 +67,7 @@ TEST_CASE("layers: loading a mis-shaped state dict reports every problem and cha
   CHECK(max_abs_diff(b.named_parameters()[0].var.value(), before) == 0.0);
 }
 
-TEST_CASE("layers: train and eval reach every child; zero_grad clears every gradient") {
+TEST_CASE("layers: train and eval reach every child, zero_grad clears every gradient") {
   Rng rng(3);
   Encoder model(small(), rng);
   model.eval();

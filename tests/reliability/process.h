@@ -26,6 +26,7 @@ struct RunResult {
   bool timed_out = false;
   bool killed = false; // ended by kill_after_seconds
   double seconds = 0;
+  long max_rss_kb = 0;  // the child's peak resident memory (getrusage via wait4)
   std::string out, err;
   std::string command;  // for messages
 

@@ -115,7 +115,7 @@ Snapshot checkpoints_of(const fs::path& run) { return snapshot(run / "checkpoint
 
 }  // namespace
 
-TEST_CASE("train: crash SIGKILL in training and checkpoint writes; resume is bit-identical") {
+TEST_CASE("train: crash SIGKILL in training and checkpoint writes, then resume, is bit-identical") {
   TempDir tmp("crash");
   // The uninterrupted run, counting the file-system calls a whole run makes.
   const fs::path reference = tmp / "reference", counts = tmp / "counts.txt";

@@ -25,6 +25,7 @@ namespace {
 const fs::path kHostile = source_dir() / "tests" / "hostile";
 constexpr double kTimeout = 120;       // seconds; a hang is a failure, not a slow pass
 constexpr size_t kMaxErrorLine = 1200;  // the CLI shortens long messages to about 1000
+constexpr long kMaxRssKb = 1L << 20;     // 1 GiB
 
 RunOptions timeout(double seconds) {
   RunOptions o;
@@ -68,6 +69,10 @@ std::string check_rejected(const RunResult& r, const std::string& fragment) {
   if (lines[0].size() > kMaxErrorLine)
     return "error line of " + std::to_string(lines[0].size()) + " characters";
   if (!r.out.empty()) return "wrote to stdout";
+  // Refused before allocating: a rejected input never costs a model's worth of memory (the
+  // sanitizer runtime alone takes a few hundred MB of the ASan build's resident memory).
+  if (r.max_rss_kb > kMaxRssKb)
+    return "peak memory " + std::to_string(r.max_rss_kb >> 10) + " MiB";
   return "";
 }
 

@@ -137,7 +137,7 @@ TEST_CASE("train: cli user mistakes exit 2 with one error line and nothing else"
                    "train --resume (truncated)", "model.safetensors");
 }
 
-TEST_CASE("train: cli train, eval and resume; the summary goes to stdout") {
+TEST_CASE("train: cli train, eval and resume, the summary goes to stdout") {
   TempDir dir;
   const fs::path& d = dir.path;
   fs::copy_file(kTiny, d / "mini.toml");
@@ -172,7 +172,7 @@ TEST_CASE("train: cli train, eval and resume; the summary goes to stdout") {
   CHECK(json::parse(read_text(run / "summary.json"))["steps"] == 36);
 }
 
-TEST_CASE("train: cli non-finite loss exits 3 naming the step; the last checkpoint is intact") {
+TEST_CASE("train: cli non-finite loss exits 3 naming the step, the last checkpoint is intact") {
   TempDir dir;
   const fs::path& d = dir.path;
   REQUIRE(headlab(fmt::format("train '{}' --out run {}", kTiny, kQuick), d).code == 0);
