@@ -4,13 +4,19 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
 #include <numbers>
 #include <vector>
 
 #include "autograd/ops.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "layers/linear.h"
 #include "layers/module.h"
+#include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/factory.h"
 
@@ -105,4 +111,57 @@ TEST_CASE("optim: a tiny MLP trains below a loss threshold with each optimizer")
     CHECK(last < 0.15f);  // measured: 0.03-0.09 after 60 steps
   }
   set_num_threads(saved_threads);
+}
+
+// The README's library example, verbatim between the markers: it must compile and train.
+namespace readme {
+// --- README example begins
+struct Mlp : Module {
+  std::shared_ptr<Linear> fc1, fc2;  // LinearOptions{in_features, out_features}
+  explicit Mlp(Rng& rng)
+      : fc1(register_module("fc1", std::make_shared<Linear>(LinearOptions{2, 16}, rng))),
+        fc2(register_module("fc2", std::make_shared<Linear>(LinearOptions{16, 3}, rng))) {}
+  Var forward(const Var& x) { return fc2->forward(relu(fc1->forward(x))); }
+};
+
+float train_mlp(const Tensor& x, const std::vector<int32_t>& labels) {  // x [N, 2], labels [N]
+  Rng rng(0);
+  Mlp model(rng);
+  Adam opt(model.named_parameters(), {.lr = 1e-2});  // state keyed by "fc1.weight", ...
+  float last = 0;
+  for (int step = 0; step < 200; ++step) {
+    Var loss = cross_entropy(model.forward(Var(x)), labels);
+    loss.backward();  // replays this thread's tape
+    opt.step();
+    opt.zero_grad();
+    last = loss.value().item();
+  }
+  return last;
+}
+// --- README example ends
+}  // namespace readme
+
+TEST_CASE("optim: the README's library example trains the blobs") {
+  const int saved_threads = num_threads();
+  set_num_threads(1);
+  const Blobs data;
+  CHECK(readme::train_mlp(data.x, data.labels) < 0.3f);
+  set_num_threads(saved_threads);
+}
+
+TEST_CASE("optim: the README shows the library example exactly as tested here") {
+  const auto read = [](const char* name) {
+    std::ifstream in(std::string(HEADLAB_SOURCE_DIR) + "/" + name);
+    REQUIRE(in);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string test = read("tests/optim/test_tiny_model.cpp");
+  const std::string_view begin_marker = "// --- README example begins\n";
+  const size_t begin = test.find(begin_marker), end = test.find("// --- README example ends");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end > begin);
+  const size_t from = begin + begin_marker.size();
+  const std::string example = test.substr(from, end - from);
+  CHECK(example.size() > 500);
+  CHECK(read("README.md").find(example) != std::string::npos);
 }
