@@ -8,14 +8,11 @@
 // JSON it reports, and add it to the dispatch in the command's callback. Timing lives here, in
 // the CLI, never in the library or the tests.
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
@@ -27,6 +24,7 @@
 #include "core/threads.h"
 #include "train/cli/bench_step.h"
 #include "train/cli/commands.h"
+#include "train/cli/fma_peak.h"
 
 namespace headlab::cli {
 namespace {
@@ -71,81 +69,6 @@ double seconds_per_call(F&& f, const BenchOptions& o) {
   }
   std::nth_element(per_call.begin(), per_call.begin() + per_call.size() / 2, per_call.end());
   return per_call[per_call.size() / 2];
-}
-
-// ---- FMA peak: independent FMA chains on each thread, enough to hide the FMA latency on two
-// pipes yet few enough to stay in registers (32 zmm, 16 ymm); 2 flops per lane per FMA.
-__attribute__((target("avx512f"))) double fma_flops_avx512(int64_t iters) {
-  constexpr int kChains = 16;
-  __m512 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
-  const __m512 m = _mm512_set1_ps(0.9999999f), a = _mm512_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i)
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], m, a);
-  alignas(64) float out[16];
-  __m512 s = acc[0];
-  for (int j = 1; j < kChains; ++j) s = _mm512_add_ps(s, acc[j]);
-  _mm512_store_ps(out, s);
-  volatile float keep = out[0];
-  (void)keep;
-  return 2.0 * 16 * kChains * static_cast<double>(iters);
-}
-
-__attribute__((target("avx2,fma"))) double fma_flops_avx2(int64_t iters) {
-  constexpr int kChains = 12;
-  __m256 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_ps(static_cast<float>(j));
-  const __m256 m = _mm256_set1_ps(0.9999999f), a = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i)
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, a);
-  alignas(32) float out[8];
-  __m256 s = acc[0];
-  for (int j = 1; j < kChains; ++j) s = _mm256_add_ps(s, acc[j]);
-  _mm256_store_ps(out, s);
-  volatile float keep = out[0];
-  (void)keep;
-  return 2.0 * 8 * kChains * static_cast<double>(iters);
-}
-
-struct Peak {
-  std::string isa;  // "avx512f" or "avx2+fma"
-  int threads = 1;
-  double gflops = 0.0;
-};
-
-// Each thread times its own ~40 ms of FMAs (so staggered thread starts do not count); the sum
-// over threads, best of three runs.
-double fma_gflops(double (*kernel)(int64_t), int threads) {
-  const int64_t iters = 10'000'000;
-  double best = 0.0;
-  for (int run = 0; run < 3; ++run) {
-    std::vector<double> rate(threads);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&rate, kernel, iters, t] {
-        const auto t0 = Clock::now();
-        const double flops = kernel(iters);
-        rate[t] = flops / std::chrono::duration<double>(Clock::now() - t0).count();
-      });
-    for (auto& th : pool) th.join();
-    double total = 0.0;
-    for (double r : rate) total += r;
-    best = std::max(best, total * 1e-9);
-  }
-  return best;
-}
-
-// The FMA peak of every vector ISA this CPU has: AVX-512 is what oneDNN's kernels use here,
-// AVX2 what OpenBLAS's Haswell kernels use.
-std::vector<Peak> fma_peaks(const std::vector<int>& threads) {
-  std::vector<Peak> peaks;
-  for (int t : threads) {
-    if (__builtin_cpu_supports("avx512f"))
-      peaks.push_back({"avx512f", t, fma_gflops(fma_flops_avx512, t)});
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      peaks.push_back({"avx2+fma", t, fma_gflops(fma_flops_avx2, t)});
-  }
-  return peaks;
 }
 
 // ---- Matmul shapes of the encoder (B*T = 2048 tokens, d_model 64 or 256, FFN 4x, 16-token
@@ -283,7 +206,7 @@ json run_kernels_bench(const BenchOptions& o) {
   const std::vector<int> threads = thread_counts(o);
   json report{{"mode", "kernels"}, {"reps", o.reps}};
   report["peak"] = json::array();
-  for (const Peak& p : fma_peaks(threads))
+  for (const FmaPeak& p : fma_peaks(threads))
     report["peak"].push_back({{"threads", p.threads}, {"isa", p.isa}, {"gflops", p.gflops}});
   report["matmul"] = bench_matmuls(o, threads);
   report["kernels"] = bench_other_kernels(o, threads);

@@ -3,7 +3,6 @@
 #include "train/cli/bench_step.h"
 
 #include <fcntl.h>
-#include <immintrin.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -30,6 +29,7 @@
 #include "layers/encoder.h"
 #include "optim/adam.h"
 #include "train/cli/alloc_counter.h"
+#include "train/cli/fma_peak.h"
 
 namespace headlab::cli {
 namespace {
@@ -207,62 +207,6 @@ GemmOnly time_gemms(const std::vector<GemmDesc>& descs, int reps) {
   return out;
 }
 
-// One core's FMA peak in GFLOP/s: 16 independent FMA chains on one thread (enough to cover the
-// latency on two FMA pipes), timed by the thread's CPU clock, so other processes sharing the
-// machine do not lower it; best of five runs of about 10 ms.
-constexpr int kChains = 16;
-
-__attribute__((target("avx512f"))) double fma_flops_avx512(int64_t iters) {
-  __m512 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
-  const __m512 m = _mm512_set1_ps(0.9999999f), a = _mm512_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], m, a);
-  __m512 sum = acc[0];
-  for (int j = 1; j < kChains; ++j) sum = _mm512_add_ps(sum, acc[j]);
-  volatile float sink = _mm512_cvtss_f32(sum);
-  (void)sink;
-  return 2.0 * 16 * kChains * static_cast<double>(iters);
-}
-
-__attribute__((target("avx2,fma"))) double fma_flops_avx2(int64_t iters) {
-  __m256 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm256_set1_ps(static_cast<float>(j));
-  const __m256 m = _mm256_set1_ps(0.9999999f), a = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, a);
-  __m256 sum = acc[0];
-  for (int j = 1; j < kChains; ++j) sum = _mm256_add_ps(sum, acc[j]);
-  volatile float sink = _mm256_cvtss_f32(sum);
-  (void)sink;
-  return 2.0 * 8 * kChains * static_cast<double>(iters);
-}
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double fma_peak_gflops() {
-  double (*kernel)(int64_t) = nullptr;
-  if (__builtin_cpu_supports("avx512f"))
-    kernel = fma_flops_avx512;
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    kernel = fma_flops_avx2;
-  else
-    return 0.0;
-  double best = 0.0;
-  for (int run = 0; run < 5; ++run) {
-    const double t0 = thread_cpu_seconds();
-    const double flops = kernel(1'000'000);
-    best = std::max(best, flops / (thread_cpu_seconds() - t0) * 1e-9);
-  }
-  return best;
-}
-
 }  // namespace
 
 void add_step_bench_options(CLI::App& bench, StepBenchOptions& o) {
@@ -387,7 +331,7 @@ json run_step_bench(const StepBenchOptions& o, int threads_option) {
   double mean = 0.0;
   for (double t : times) mean += t / static_cast<double>(times.size());
   const double per_step = 1.0 / static_cast<double>(steps);
-  const double peak = fma_peak_gflops();
+  const double peak = fma_peak_gflops_per_core();
   const double achieved = train / (med * 1e-3) * 1e-9;
   const BlasInfo blas = blas_info();
   json r{
