@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -11,6 +10,7 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "train/config.h"
+#include "train/fs_util.h"
 #include "train/npy.h"
 #include "train/report.h"
 #include "train/task.h"
@@ -328,12 +328,9 @@ nlohmann::json examples_to_json(const AnalysisResult& res) {
 }
 
 void write_analysis(const std::filesystem::path& run_dir, const AnalysisResult& res) {
+  // Atomic writes: an interrupted analysis leaves the previous files, never half of one.
   const auto write_json = [](const std::filesystem::path& path, const nlohmann::json& doc) {
-    std::ofstream out(path, std::ios::trunc);
-    if (!out) fail("analyze: cannot write {}", path.string());
-    out << doc.dump(2) << "\n";
-    out.close();
-    if (!out) fail("analyze: writing {} failed", path.string());
+    write_file_atomic(path, doc.dump(2) + "\n");
   };
   write_json(run_dir / "heads.json", analysis_to_json(res));
   write_json(run_dir / "attention_tokens.json", examples_to_json(res));

@@ -16,12 +16,13 @@ struct NpyArray {
   std::vector<float> data;  // product(shape) values, C order
 };
 
-// Writes `array` to `path` (replacing it). Throws headlab::Error if data.size() differs from
-// the product of the shape or the file cannot be written.
+// Writes `array` to `path`, atomically (a temporary file renamed over it). Throws headlab::Error
+// if data.size() differs from the product of the shape or the file cannot be written.
 void write_npy(const std::string& path, const NpyArray& array);
 
 // Reads a .npy v1.0/v2.0 file holding '<f4' data in C order. Throws headlab::Error naming the
-// file for anything else (bad magic, other dtype, Fortran order, truncated data).
+// file for anything else (bad magic, other dtype, Fortran order, a malformed or overflowing
+// shape, data shorter or longer than the shape).
 NpyArray read_npy(const std::string& path);
 
 }  // namespace headlab

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "train/fs_util.h"
 #include "train/report.h"
 #include "train/report_parts.h"
 #include "train/svg.h"
@@ -138,19 +139,26 @@ std::string specialization_section(const Heads& h) {
 
 std::string attention_section(const RunFiles& f, const Heads& h) {
   const json& tok = f.tokens;
-  if (f.attention.shape.size() != 5 || !tok.is_object() ||
-      tok.value("examples", json::array()).empty())
+  if (f.attention.shape.size() != 5 || !tok.is_object() || !tok.contains("examples") ||
+      !tok["examples"].is_array() || tok["examples"].empty() || !tok["examples"][0].is_object())
     return section("attention", "Attention maps", "",
                    "<p class=\"note\">attention.npy or attention_tokens.json not found.</p>");
-  const int64_t L = f.attention.shape[1], H = f.attention.shape[2], T = f.attention.shape[3];
+  const std::vector<int64_t>& shape = f.attention.shape;  // [examples, L, H, T, T]
+  const int64_t L = shape[1], H = shape[2], T = shape[3];
+  if (shape[0] < 1 || T != shape[4] || T > 1024 || L * H > 1024)  // edited or foreign files
+    return section("attention", "Attention maps", "",
+                   "<p class=\"note\">attention.npy does not hold [examples, layers, heads, T, T] "
+                   "maps of at most 1024 tokens and 1024 heads.</p>");
   const json ex = tok["examples"][0];
-  const std::vector<std::string> tokens = ex.value("tokens", std::vector<std::string>{});
+  std::vector<std::string> tokens = ex.value("tokens", std::vector<std::string>{});
+  if (static_cast<int64_t>(tokens.size()) != T) tokens.clear();
   std::vector<svg::CellMark> marks;
   const json partners = ex.value("partners", json::object());
   for (size_t r = 0; r < h.relations.size(); ++r) {
     const std::vector<int> p = partners.value(h.relations[r], std::vector<int>{});
     for (size_t i = 0; i < p.size(); ++i)
-      if (p[i] >= 0) marks.push_back({static_cast<int>(i), p[i], h.colors[r], ""});
+      if (p[i] >= 0 && p[i] < T && static_cast<int64_t>(i) < T)
+        marks.push_back({static_cast<int>(i), p[i], h.colors[r], ""});
   }
   std::string body = relation_legend(h) + "<div class=\"row\">";
   for (int64_t l = 0; l < L; ++l) {
@@ -352,13 +360,15 @@ std::string render_run_report(const RunFiles& f) {
 }
 
 fs::path write_run_report(const fs::path& run_dir) {
-  const std::string html = render_run_report(load_run_files(run_dir));
+  std::string html;
+  try {
+    html = render_run_report(load_run_files(run_dir));
+  } catch (const json::exception& e) {  // a hand-edited heads.json or attention_tokens.json
+    fail("report: the analysis files in '{}' are not as headlab writes them: {}", run_dir.string(),
+         e.what());
+  }
   const fs::path path = run_dir / "report.html";
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) fail("report: cannot write {}", path.string());
-  out << html;
-  out.close();
-  if (!out) fail("report: writing {} failed", path.string());
+  write_file_atomic(path, html);
   return path;
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "train/config.h"
+#include "train/fs_util.h"
 #include "train/report.h"
 #include "train/trainer.h"
 
@@ -230,16 +231,9 @@ void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcome
     d.heads = read_json(o.run.dir / "heads.json", error);
     data.push_back(std::move(d));
   }
-  const auto write = [](const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::trunc);
-    if (!out) fail("sweep: cannot write {}", path.string());
-    out << text;
-    out.close();
-    if (!out) fail("sweep: writing {} failed", path.string());
-  };
-  write(spec.out_dir / "sweep.json", doc.dump(2) + "\n");
-  write(spec.out_dir / "sweep.csv", sweep_to_csv(spec, outcomes));
-  write(spec.out_dir / "report.html", render_sweep_report(doc, data));
+  write_file_atomic(spec.out_dir / "sweep.json", doc.dump(2) + "\n");
+  write_file_atomic(spec.out_dir / "sweep.csv", sweep_to_csv(spec, outcomes));
+  write_file_atomic(spec.out_dir / "report.html", render_sweep_report(doc, data));
 }
 
 }  // namespace headlab

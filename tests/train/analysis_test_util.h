@@ -1,6 +1,6 @@
 #pragma once
-// Helpers shared by the analysis, report and sweep tests: a scratch directory, running a shell
-// command, and a tag-balance check for the generated HTML (no browser in tests).
+// Helpers shared by the analysis, report and sweep tests: TempDir (tests/temp_dir.h), running
+// a shell command, and a tag-balance check for the generated HTML (no browser in tests).
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,25 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/temp_dir.h"
+
 namespace headlab::analysis_test {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed when the object dies.
-struct ScratchDir {
-  fs::path path;
-  explicit ScratchDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("headlab-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using testing::TempDir;
 
 inline std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -48,7 +48,7 @@ checkpoint_every = 0
 )toml";
 
 struct Trained {
-  ScratchDir dir{"analysis"};
+  TempDir dir{"headlab-analysis"};
   Config config = parse_config(kConfig, "analysis-test.toml");
   Trainer trainer{config, dir.path / "run"};
   Trained() { trainer.run(); }
@@ -210,7 +210,7 @@ TEST_CASE("train: analyze rejects a model that does not match the config") {
 
 TEST_CASE(
     "train: headlab train writes heads.json and report.html; headlab analyze reproduces them") {
-  ScratchDir dir("cli-analyze");
+  TempDir dir("headlab-cli-analyze");
   const std::string cli = HEADLAB_CLI;
   const std::string run = (dir.path / "run").string();
   const CommandResult train =

@@ -122,7 +122,7 @@ void write_run(const fs::path& dir, const AnalysisResult& r) {
 }  // namespace
 
 TEST_CASE("train: npy files are standard .npy v1.0 float32 (byte layout and round trip)") {
-  ScratchDir dir("npy");
+  TempDir dir("headlab-npy");
   NpyArray a{{2, 3, 4}, {}};
   for (int i = 0; i < 24; ++i) a.data.push_back(0.5f * i - 3.0f);
   const fs::path file = dir.path / "a.npy";
@@ -154,12 +154,57 @@ TEST_CASE("train: npy files are standard .npy v1.0 float32 (byte layout and roun
                        Error);
 }
 
+TEST_CASE("train: read_npy refuses damaged files with one error naming the file") {
+  TempDir dir("headlab-npy");
+  // A v1.0 file: magic, version, header length, the header text, then `data_bytes` bytes.
+  const auto npy = [&](const std::string& name, const std::string& header, size_t data_bytes,
+                       int header_len_delta = 0) {
+    std::string bytes = "\x93NUMPY";
+    bytes += '\x01';
+    bytes += '\x00';
+    const size_t len = header.size() + static_cast<size_t>(header_len_delta);
+    bytes += static_cast<char>(len & 0xff);
+    bytes += static_cast<char>(len >> 8);
+    bytes += header + std::string(data_bytes, '\0');
+    const fs::path path = dir.path / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path.string();
+  };
+  const auto header = [](const std::string& shape) {
+    return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }\n";
+  };
+  CHECK(read_npy(npy("ok.npy", header("(2, 3)"), 24)).shape == std::vector<int64_t>{2, 3});
+  CHECK(read_npy(npy("empty.npy", header("(0, 3)"), 0)).shape == std::vector<int64_t>{0, 3});
+  const std::pair<std::string, std::string> cases[] = {
+      {npy("short.npy", header("(2, 3)"), 20), "holds 20 bytes of data but its shape needs 6 x 4"},
+      {npy("long.npy", header("(2, 3)"), 28), "holds 28 bytes of data but its shape needs 6 x 4"},
+      {npy("huge_dim.npy", header("(99999999999999999999999, 1)"), 24), "out of range"},
+      {npy("overflow.npy", header("(4294967296, 4294967296, 4294967296)"), 24),
+       "needs more than 2^63 values"},
+      {npy("product.npy", header("(5, 5)"), 24), "needs 25 x 4 bytes"},
+      {npy("negative.npy", header("(-2, 3)"), 24), "malformed shape"},
+      {npy("float.npy", header("(2.5, 3)"), 24), "malformed shape"},
+      {npy("no_shape.npy", "{'descr': '<f4', 'fortran_order': False, }\n", 24), "no shape"},
+      {npy("header_beyond.npy", header("(2, 3)"), 0, 1000), "ends inside its header"},
+      {npy("f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }\n", 24),
+       "does not hold little-endian float32"},
+      {npy("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n", 24),
+       "not in C order"},
+  };
+  for (const auto& [path, fragment] : cases) {
+    CAPTURE(path);
+    CHECK_THROWS_WITH_AS(read_npy(path), doctest::Contains(fragment.c_str()), Error);
+  }
+  CHECK_THROWS_WITH_AS(read_npy((dir.path / "missing.npy").string()),
+                       doctest::Contains("missing.npy"), Error);
+}
+
 TEST_CASE("train: numpy loads attention.npy with the shape and values analysis wrote") {
   if (!python_numpy_available()) {
     MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
     return;
   }
-  ScratchDir dir("npy-numpy");
+  TempDir dir("headlab-npy-numpy");
   const AnalysisResult r = hand_result();
   write_analysis(dir.path, r);
   const std::string script =
@@ -226,7 +271,7 @@ TEST_CASE("train: svg helpers escape text and pick round ticks") {
 }
 
 TEST_CASE("train: read_curves splits training and evaluation rows of metrics.jsonl") {
-  ScratchDir dir("curves");
+  TempDir dir("headlab-curves");
   write_run(dir.path, hand_result());
   const Curves c = read_curves(read_jsonl(dir.path / "metrics.jsonl"), {"PREV", "HEAD", "SEM"});
   CHECK(c.step.size() == 10);
@@ -239,7 +284,7 @@ TEST_CASE("train: read_curves splits training and evaluation rows of metrics.jso
 }
 
 TEST_CASE("train: the run report is one well-formed, self-contained page with every section") {
-  ScratchDir dir("report");
+  TempDir dir("headlab-report");
   write_run(dir.path, hand_result());
   const fs::path path = write_run_report(dir.path);
   CHECK(path == dir.path / "report.html");
@@ -290,7 +335,7 @@ TEST_CASE("train: the run report is one well-formed, self-contained page with ev
 }
 
 TEST_CASE("train: the run report notes missing files instead of failing") {
-  ScratchDir dir("report-empty");
+  TempDir dir("headlab-report-empty");
   const std::string html = slurp(write_run_report(dir.path));
   CHECK(check_tags(html) == "");
   CHECK(section(html, "curves").find("not found") != std::string::npos);

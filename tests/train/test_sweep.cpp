@@ -46,7 +46,7 @@ TEST_CASE("train: --over parsing splits values at top-level commas only") {
 }
 
 TEST_CASE("train: plan_sweep builds the grid x seeds and validates every run first") {
-  ScratchDir dir("plan");
+  TempDir dir("headlab-plan");
   SweepSpec spec = tiny_spec(dir.path, "model.heads=1,2", 2);
   spec.over.push_back(parse_over("optim.lr=1e-3,2e-3,3e-3"));
   const std::vector<SweepRun> runs = plan_sweep(spec);
@@ -75,7 +75,7 @@ TEST_CASE("train: plan_sweep builds the grid x seeds and validates every run fir
 }
 
 TEST_CASE("train: sweep.json and sweep.csv carry one row per run, failed runs as nulls") {
-  ScratchDir dir("sweep-format");
+  TempDir dir("headlab-sweep-format");
   const SweepSpec spec = tiny_spec(dir.path, "model.heads=1,4", 1);
   const std::vector<SweepRun> runs = plan_sweep(spec);
   std::vector<SweepOutcome> outcomes(2);
@@ -108,7 +108,7 @@ TEST_CASE("train: sweep.json and sweep.csv carry one row per run, failed runs as
 }
 
 TEST_CASE("train: headlab sweep over two head counts writes the table, the runs and the report") {
-  ScratchDir dir("sweep-cli");
+  TempDir dir("headlab-sweep-cli");
   const std::string cli = HEADLAB_CLI;
   const std::string out = (dir.path / "sw").string();
   const std::string command =
