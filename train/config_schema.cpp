@@ -257,7 +257,8 @@ std::string config_reference_markdown() {
   const Config defaults;
   std::string out = "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
   for (const auto& k : config_keys()) {
-    const std::string def = k.required ? "*required*" : "`" + format_value(k.get(defaults)) + "`";
+    const std::string def =
+        k.required ? "*required*" : fmt::format("`{}`", format_value(k.get(defaults)));
     std::string allowed = expected_text(k);
     if (k.shape) allowed += "; shape-relevant";
     out += fmt::format("| `{}` | {} | {} | {} | {} |\n", k.key, key_type_name(k.type), def, allowed,

@@ -76,7 +76,7 @@ void ProgressReporter::draw(const StepMetrics& m) {
   if (bar >= 5) {
     const int filled = static_cast<int>(static_cast<double>(bar) * static_cast<double>(m.step) /
                                         static_cast<double>(std::max<int64_t>(1, m.total_steps)));
-    line = "[" + std::string(filled, '#') + std::string(bar - filled, '-') + "]";
+    line = fmt::format("[{}{}]", std::string(filled, '#'), std::string(bar - filled, '-'));
   }
   line += text;
   if (static_cast<int>(line.size()) > width) line.resize(width);
