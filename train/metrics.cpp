@@ -57,13 +57,19 @@ MetricsWriter::MetricsWriter(std::filesystem::path path, int64_t keep_through)
     std::string line;
     while (std::getline(in, line)) {
       const json row = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (!row.is_object() || !row.contains("step") || !row["step"].is_number_integer())
-        continue;  // a torn last line of a crashed session
-      const int64_t step = row["step"].get<int64_t>();
+      // A torn last line of a crashed session (or an edited one) is dropped, never trusted.
+      const auto field = [&](const char* key) {
+        return row.is_object() ? row.find(key) : row.end();
+      };
+      const auto step_it = field("step");
+      if (step_it == row.end() || !step_it->is_number_integer()) continue;
+      const int64_t step = step_it->get<int64_t>();
       if (step > keep_through) continue;
       kept += line + "\n";
-      if (row.value("eval", false) && row["accuracy"].is_number())
-        evals_.emplace_back(step, row["accuracy"].get<double>());
+      const auto eval_it = field("eval"), accuracy_it = field("accuracy");
+      if (eval_it != row.end() && *eval_it == true && accuracy_it != row.end() &&
+          accuracy_it->is_number())
+        evals_.emplace_back(step, accuracy_it->get<double>());
     }
   }
   write_file_atomic(path_, kept);

@@ -21,6 +21,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/metrics.h"
 #include "train/trainer.h"
 #include "tests/temp_dir.h"
 
@@ -274,4 +275,24 @@ TEST_CASE("train: trainer guards run directories and names layer option mistakes
     CHECK_MESSAGE(m.find("epss") != std::string::npos, m);
   }
   CHECK_FALSE(fs::exists(dir.path / "x"));  // nothing written before training starts
+}
+
+TEST_CASE("train: resuming keeps metrics rows through the checkpoint and drops torn or odd lines") {
+  TempDir dir;
+  const fs::path path = dir.path / "metrics.jsonl";
+  const std::string kept =
+      "{\"step\":10,\"loss\":2.5}\n"
+      "{\"step\":10,\"eval\":true,\"accuracy\":0.5}\n"
+      "{\"step\":20,\"eval\":5}\n"                  // edited: eval not a bool
+      "{\"step\":20,\"eval\":true}\n"               // edited: no accuracy
+      "{\"step\":20,\"eval\":true,\"accuracy\":\"x\"}\n";
+  std::ofstream(path) << kept
+                      << "[1, 2]\n"                      // not an object
+                      << "{\"step\":\"20\"}\n"          // step not an integer
+                      << "{\"step\":30,\"loss\":1.0}\n"  // after the checkpoint
+                      << "{\"step\":31,\"lo";            // torn by a crash
+  MetricsWriter writer(path, 20);
+  CHECK(writer.evals() == std::vector<std::pair<int64_t, double>>{{10, 0.5}});
+  std::ifstream in(path);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == kept);
 }
