@@ -223,17 +223,24 @@ std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>&
 void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes) {
   fs::create_directories(spec.out_dir);
   const json doc = sweep_to_json(spec, outcomes);
-  std::vector<SweepRunData> data;
-  for (const SweepOutcome& o : outcomes) {
-    SweepRunData d;
-    d.curves = read_curves(read_jsonl(o.run.dir / "metrics.jsonl"), {});
-    std::string error;
-    d.heads = read_json(o.run.dir / "heads.json", error);
-    data.push_back(std::move(d));
+  std::string report;
+  try {
+    std::vector<SweepRunData> data;
+    for (const SweepOutcome& o : outcomes) {
+      SweepRunData d;
+      d.curves = read_curves(read_jsonl(o.run.dir / "metrics.jsonl"), {});
+      std::string error;
+      d.heads = read_json(o.run.dir / "heads.json", error);
+      data.push_back(std::move(d));
+    }
+    report = render_sweep_report(doc, data);
+  } catch (const json::exception& e) {  // a hand-edited metrics.jsonl or heads.json
+    fail("sweep: the run files under '{}' are not as headlab writes them: {}",
+         spec.out_dir.string(), e.what());
   }
   write_file_atomic(spec.out_dir / "sweep.json", doc.dump(2) + "\n");
   write_file_atomic(spec.out_dir / "sweep.csv", sweep_to_csv(spec, outcomes));
-  write_file_atomic(spec.out_dir / "report.html", render_sweep_report(doc, data));
+  write_file_atomic(spec.out_dir / "report.html", report);
 }
 
 }  // namespace headlab
