@@ -17,33 +17,12 @@
 #include "core/kernels.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "tests/core/kernel_test_util.h"
 
 using namespace headlab;
+using namespace headlab::kernel_test;
 
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-const Backend kFast[] = {Backend::blas, Backend::onednn};
-
-std::vector<float> random_vec(size_t n, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::vector<float> v(n);
-  for (float& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
-
-// Largest violation of |got - want| <= rel * scale_i + abs (scale_i = 1 + |want_i| when no scale
-// is given); <= 0 means every element is within.
-double worst(const std::vector<float>& got, const std::vector<float>& want, double rel,
-             double abs_tol, const std::vector<float>* scale = nullptr) {
-  REQUIRE(got.size() == want.size());
-  double w = -1.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double s = scale ? (*scale)[i] : 1.0 + std::fabs(want[i]);
-    const double excess = std::fabs(double(got[i]) - want[i]) - (rel * s + abs_tol);
-    if (!(excess <= 0.0)) w = std::max(w, std::isnan(excess) ? 1e30 : excess);
-  }
-  return w;
-}
 
 // Column sums of |x| [rows, cols]: the scale of a sum over rows.
 std::vector<float> abs_column_sums(const std::vector<float>& x, int64_t rows, int64_t cols) {

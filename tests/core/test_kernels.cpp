@@ -22,37 +22,17 @@
 #include "core/kernels_backends.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "tests/core/kernel_test_util.h"
 
 using namespace headlab;
+using namespace headlab::kernel_test;
 
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-const Backend kFast[] = {Backend::blas, Backend::onednn};
-
-std::vector<float> random_vec(size_t n, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::vector<float> v(n);
-  for (float& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
 
 std::vector<float> abs_of(const std::vector<float>& v) {
   std::vector<float> a(v.size());
   for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
   return a;
-}
-
-// Largest violation of |got - want| <= rel * (scale + |want|) + abs; <= 0 means all within.
-double worst(const std::vector<float>& got, const std::vector<float>& want, double rel,
-             double abs_tol, const std::vector<float>* scale = nullptr) {
-  REQUIRE(got.size() == want.size());
-  double w = -1.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double s = scale ? (*scale)[i] : 1.0 + std::fabs(want[i]);
-    const double excess = std::fabs(double(got[i]) - want[i]) - (rel * s + abs_tol);
-    if (!(excess <= 0.0)) w = std::max(w, std::isnan(excess) ? 1e30 : excess);
-  }
-  return w;
 }
 
 struct GemmCase {
