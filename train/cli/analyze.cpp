@@ -73,16 +73,18 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   cmd->callback([&exit_code] {
     const fs::path dir(run_dir);
     if (!fs::is_directory(dir)) fail("analyze: '{}' is not a directory", run_dir);
+    // `headlab train` writes the resolved config first, so every run directory has one (a run
+    // interrupted before its analysis too, whose report then shows what exists).
+    const fs::path config_file = dir / "config.resolved.toml";
+    if (!fs::exists(config_file)) {
+      fail("analyze: '{}' has no config.resolved.toml; is it a run directory of `headlab train`?",
+           run_dir);
+    }
     if (report_only) {
       const fs::path report = write_run_report(dir);
       fmt::print("wrote {}\n", report.string());
       exit_code = kOk;
       return;
-    }
-    const fs::path config_file = dir / "config.resolved.toml";
-    if (!fs::exists(config_file)) {
-      fail("analyze: '{}' has no config.resolved.toml; is it a run directory of `headlab train`?",
-           run_dir);
     }
     Trainer trainer(load_config(config_file), dir);
     trainer.resume();
