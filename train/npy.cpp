@@ -80,10 +80,10 @@ void write_npy(const std::string& path, const NpyArray& array) {
   bytes += header;
   const size_t data_at = bytes.size();
   bytes.resize(data_at + array.data.size() * 4);
-  std::vector<uint32_t> raw(array.data.size());
-  std::memcpy(raw.data(), array.data.data(), raw.size() * 4);
-  for (uint32_t& v : raw) v = to_little(v);
-  std::memcpy(bytes.data() + data_at, raw.data(), raw.size() * 4);
+  for (size_t i = 0; i < array.data.size(); ++i) {
+    const uint32_t v = to_little(std::bit_cast<uint32_t>(array.data[i]));
+    std::memcpy(bytes.data() + data_at + 4 * i, &v, 4);
+  }
   write_file_atomic(path, bytes);
 }
 
@@ -117,11 +117,12 @@ NpyArray read_npy(const std::string& path) {
   if (n < 0 || data_bytes % 4 != 0 || static_cast<uint64_t>(n) != data_bytes / 4)
     fail("npy: {} holds {} bytes of data but its shape needs {}", path, data_bytes,
          n < 0 ? std::string("more than 2^63 values") : std::to_string(n) + " x 4 bytes");
-  std::vector<uint32_t> raw(static_cast<size_t>(n));
-  std::memcpy(raw.data(), bytes.data() + data_at, raw.size() * 4);
-  for (uint32_t& v : raw) v = to_little(v);
-  array.data.resize(raw.size());
-  std::memcpy(array.data.data(), raw.data(), raw.size() * 4);
+  array.data.resize(static_cast<size_t>(n));
+  for (size_t i = 0; i < array.data.size(); ++i) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + data_at + 4 * i, 4);
+    array.data[i] = std::bit_cast<float>(to_little(v));
+  }
   return array;
 }
 
