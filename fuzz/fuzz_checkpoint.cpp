@@ -18,8 +18,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "train/checkpoint.h"
-#include "train/fs_util.h"
+#include "train/run/checkpoint.h"
+#include "train/io/files.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace {
 

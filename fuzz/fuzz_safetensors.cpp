@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

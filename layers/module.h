@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/var.h"
+#include "core/state_dict.h"
 
 namespace headlab {
 
@@ -18,13 +19,6 @@ struct NamedParameter {
   Var var;
 };
 using NamedParameters = std::vector<NamedParameter>;
-
-struct NamedTensor {
-  std::string name;
-  Tensor tensor;
-};
-// Named tensors in registration order.
-using StateDict = std::vector<NamedTensor>;
 
 class Module {
  public:

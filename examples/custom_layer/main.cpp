@@ -19,8 +19,9 @@
 #include "layers/layer_checks.h"
 #include "layers/registry.h"
 #include "rms_norm.h"
-#include "train/config.h"
-#include "train/trainer.h"
+#include "train/config/config.h"
+#include "train/run/run_dir.h"
+#include "train/run/trainer.h"
 
 namespace {
 

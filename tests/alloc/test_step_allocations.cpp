@@ -17,7 +17,7 @@
 #include "core/kernels.h"
 #include "core/rng.h"
 #include "core/storage.h"
-#include "tests/alloc/alloc_counter.h"
+#include "bench/alloc_counter.h"
 
 using namespace headlab;
 
@@ -105,10 +105,10 @@ Measured measure(Backend backend, int warmup, int steps) {
   Measured out;
   for (int i = 0; i < warmup; ++i)
     out.finite &= std::isfinite(train_step(model, batch, data, drop));
-  const int64_t news_before = test::operator_new_calls();
+  const int64_t news_before = bench::operator_new_calls();
   const size_t pool_before = storage_pool_stats().heap_allocations;
   for (int i = 0; i < steps; ++i) out.finite &= std::isfinite(train_step(model, batch, data, drop));
-  out.news_per_step = (test::operator_new_calls() - news_before) / steps;
+  out.news_per_step = (bench::operator_new_calls() - news_before) / steps;
   out.pool_heap_allocations =
       static_cast<int64_t>(storage_pool_stats().heap_allocations - pool_before);
   set_backend(resolve_auto_backend());
@@ -118,9 +118,9 @@ Measured measure(Backend backend, int warmup, int steps) {
 }  // namespace
 
 TEST_CASE("autograd: the allocation counter sees operator new") {
-  const int64_t before = test::operator_new_calls();
+  const int64_t before = bench::operator_new_calls();
   void* p = ::operator new(64);  // a call, not a new-expression: the compiler cannot elide it
-  CHECK(test::operator_new_calls() - before == 1);
+  CHECK(bench::operator_new_calls() - before == 1);
   ::operator delete(p);
 }
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 namespace headlab::testing {
 

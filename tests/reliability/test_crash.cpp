@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "train/checkpoint.h"
+#include "train/run/checkpoint.h"
 #include "tests/reliability/process.h"
 #include "tests/reliability/run_dir.h"
 

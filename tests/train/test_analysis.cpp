@@ -15,10 +15,10 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "tests/train/analysis_test_util.h"
-#include "train/analysis.h"
-#include "train/config.h"
-#include "train/task.h"
-#include "train/trainer.h"
+#include "train/analysis/analysis.h"
+#include "train/config/config.h"
+#include "train/tasks/task.h"
+#include "train/run/trainer.h"
 
 using namespace headlab;
 using namespace headlab::analysis_test;

@@ -21,9 +21,9 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "layers/module.h"
-#include "train/checkpoint.h"
-#include "train/fs_util.h"
-#include "train/safetensors.h"
+#include "train/run/checkpoint.h"
+#include "train/io/files.h"
+#include "train/io/safetensors.h"
 #include "tests/temp_dir.h"
 
 using namespace headlab;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "train/config.h"
-#include "train/config_schema.h"
+#include "train/config/config.h"
+#include "train/config/schema.h"
 
 using namespace headlab;
 

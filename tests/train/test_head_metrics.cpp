@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "train/head_metrics.h"
+#include "train/analysis/head_metrics.h"
 
 using namespace headlab;
 

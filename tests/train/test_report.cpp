@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "tests/train/analysis_test_util.h"
-#include "train/analysis.h"
-#include "train/npy.h"
-#include "train/report.h"
-#include "train/svg.h"
+#include "train/analysis/analysis.h"
+#include "train/io/npy.h"
+#include "train/report/report.h"
+#include "train/report/svg.h"
 
 using namespace headlab;
 using namespace headlab::analysis_test;

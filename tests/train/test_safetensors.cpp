@@ -16,8 +16,8 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "train/fs_util.h"
-#include "train/safetensors.h"
+#include "train/io/files.h"
+#include "train/io/safetensors.h"
 #include "tests/temp_dir.h"
 
 using namespace headlab;

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "train/task_dependency.h"
+#include "train/tasks/dependency.h"
 
 using namespace headlab;
 

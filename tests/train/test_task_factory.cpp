@@ -3,8 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "core/error.h"
-#include "train/config.h"
-#include "train/task.h"
+#include "train/config/config.h"
+#include "train/tasks/task.h"
 
 using namespace headlab;
 

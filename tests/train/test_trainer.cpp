@@ -19,10 +19,11 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "optim/optimizer.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/metrics.h"
-#include "train/trainer.h"
+#include "train/run/checkpoint.h"
+#include "train/config/config.h"
+#include "train/run/metrics.h"
+#include "train/run/run_dir.h"
+#include "train/run/trainer.h"
 #include "tests/temp_dir.h"
 
 using namespace headlab;

@@ -10,11 +10,11 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
-#include "train/analysis.h"
+#include "train/run/analyze_run.h"
 #include "train/cli/commands.h"
-#include "train/config.h"
-#include "train/report.h"
-#include "train/trainer.h"
+#include "train/config/config.h"
+#include "train/report/report.h"
+#include "train/run/trainer.h"
 
 namespace headlab::cli {
 namespace {

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "train/checkpoint.h"
+#include "train/run/checkpoint.h"
 #include "train/cli/commands.h"
-#include "train/config.h"
-#include "train/fs_util.h"
-#include "train/trainer.h"
+#include "train/config/config.h"
+#include "train/io/files.h"
+#include "train/run/trainer.h"
 
 namespace headlab::cli {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "train/cli/commands.h"
-#include "train/trainer.h"
+#include "train/run/trainer.h"
 
 namespace {
 

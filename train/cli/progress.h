@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "train/trainer.h"
+#include "train/run/trainer.h"
 
 namespace headlab::cli {
 

@@ -22,7 +22,7 @@
 
 #include "core/error.h"
 #include "train/cli/commands.h"
-#include "train/sweep.h"
+#include "train/sweep/sweep.h"
 
 extern char** environ;
 

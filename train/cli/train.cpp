@@ -17,8 +17,9 @@
 #include "core/error.h"
 #include "train/cli/commands.h"
 #include "train/cli/progress.h"
-#include "train/config.h"
-#include "train/trainer.h"
+#include "train/config/config.h"
+#include "train/run/run_dir.h"
+#include "train/run/trainer.h"
 
 namespace headlab::cli {
 namespace {

@@ -1,0 +1,110 @@
+#pragma once
+// Head analysis of a trained Encoder on a task with gold partners (TASK.md, "Metrics").
+//
+// On evaluation batches (the config's eval stream: train.eval_seed, batch k = 0..n-1, by
+// default train.eval_batches x train.eval_batch_size sentences), with the model in eval mode:
+//   - per layer and head: mass M[l,h,r], distinct-partner mass, argmax accuracy, confidence,
+//     entropy (train/head_metrics.h);
+//   - ablation accuracy (that head's gate 0) and keep-only accuracy (only that head kept in its
+//     layer), with the per-relation component accuracies of each;
+//   - importance I_{l,h} = mean over batches |dL/dg_{l,h}| at g = 1, L being the mean token
+//     cross-entropy of a batch, then L2-normalised within each layer (Michel et al. 2019);
+//   - the specialization summary (s_max, s_match, n_claimed, assignment);
+//   - relation-group ablation: for each relation r, every head whose largest mass is on r and
+//     above 0.3 gated off together; the R x R drop in component accuracy;
+//   - attention maps of the first `examples` sentences of eval batch 0, per layer and head.
+// The model's gates are restored to ones and its gradients zeroed before returning.
+//
+// Files (write_analysis):
+//   heads.json             the shape: {"relations", "layers": [{"layer", "heads": [{"head",
+//                          "mass", "argmax_accuracy", "entropy", "confidence",
+//                          "ablation_accuracy", "keep_only_accuracy", "importance", ...}]}],
+//                          "specialization": {"s_max", "s_match", "n_claimed", "assignment"},
+//                          "eval_accuracy", ...} plus mass_distinct, component accuracies,
+//                          relation groups and the group-ablation matrix.
+//   attention.npy          float32 [examples, layers, heads, T, T] (.npy v1.0)
+//   attention_tokens.json  {"shape", "relations", "examples": [{"tokens": ["BOS", "SUBJ:2", ..],
+//                          "partners": {"PREV": [-1, 0, ..], ..}, "labels", "predicted"}]}
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/analysis/head_metrics.h"
+
+namespace headlab {
+
+class Encoder;
+class Task;
+struct Config;
+
+struct AnalysisOptions {
+  // 0 = take from the config (train.eval_batches, train.eval_batch_size, train.eval_seed).
+  int64_t batches = 0;
+  int64_t batch_size = 0;
+  int64_t seed = -1;     // < 0: train.eval_seed
+  int64_t examples = 4;  // sentences whose attention maps are kept (<= batch size)
+  double group_min_mass = 0.3;
+  double claim_threshold = 0.5;
+};
+
+struct HeadAnalysis {
+  int layer = 0, head = 0;
+  std::vector<double> mass, mass_distinct, argmax_accuracy;  // [R]
+  double entropy = 0, confidence = 0;
+  double ablation_accuracy = 0, keep_only_accuracy = 0;
+  std::vector<double> ablation_component, keep_only_component;  // [R]
+  double importance = 0;                                        // L2-normalised within the layer
+  double importance_raw = 0;                                    // mean |dL/dg|
+};
+
+struct AttentionExamples {
+  int64_t examples = 0, layers = 0, heads = 0, seq_len = 0;
+  std::vector<float> weights;                               // [E, L, H, T, T]
+  std::vector<std::vector<std::string>> tokens;             // [E][T]
+  std::vector<std::vector<std::vector<int32_t>>> partners;  // [E][R][T], -1 for none
+  std::vector<std::vector<int32_t>> labels, predicted;      // [E][T]; labels -100 at BOS
+};
+
+struct AnalysisResult {
+  std::vector<std::string> relations;
+  int layers = 0, heads = 0;
+  std::vector<HeadAnalysis> per_head;  // layer-major: index l * heads + h
+  HeadMetrics metrics;
+  Specialization specialization;
+  LabelAccuracy eval;  // the ungated model
+  double eval_loss = 0;
+  std::vector<std::vector<HeadRef>> groups;      // [R]
+  std::vector<LabelAccuracy> group_ablated;      // [R]
+  std::vector<std::vector<double>> group_drops;  // [R][R]: row = group off, col = component
+  int64_t batches = 0, batch_size = 0, seed = 0;
+  AttentionExamples examples;
+
+  const HeadAnalysis& at(int l, int h) const {
+    return per_head[static_cast<size_t>(l) * heads + h];
+  }
+};
+
+// Runs the analysis above. Throws headlab::Error if the task has no relations, the model's
+// heads or layers disagree with the config, or options are out of range.
+AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
+                       const AnalysisOptions& options = {});
+
+// The heads.json document.
+nlohmann::json analysis_to_json(const AnalysisResult& result);
+// The attention_tokens.json document.
+nlohmann::json examples_to_json(const AnalysisResult& result);
+
+// Writes heads.json, attention.npy and attention_tokens.json into run_dir (which must exist).
+// Throws headlab::Error on an I/O failure, naming the file.
+void write_analysis(const std::filesystem::path& run_dir, const AnalysisResult& result);
+
+// Display string of the token at flat index b*T + t of a batch's features ([F][B*T]): "BOS", or
+// "<CATEGORY>:<colour>" for the dependency task; for other tasks the feature ids joined by ':'.
+std::string token_string(const Task& task, const std::vector<std::vector<int32_t>>& features,
+                         int64_t index);
+
+}  // namespace headlab

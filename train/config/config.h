@@ -1,0 +1,149 @@
+#pragma once
+// The run configuration: what `headlab train` reads from a TOML file.
+//
+// The structs below are the ONE place where defaults live; configs/README.md's table is
+// generated from them through the key schema (train/config_schema.h). `task.name` is the only
+// required key. Loading is strict: an unknown key, a wrong type, a value out of range or an
+// inconsistent combination throws headlab::Error whose message starts with the position of the
+// offending key ("dependency.toml:3:9: ", or "--set model.heads=5: " for an override) and names
+// the dotted key, the expected and the actual value. Cross-field checks (heads divides d_model,
+// the memory estimate, ...) run before anything is allocated.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// toml::table, declared here so this header does not pull in toml++ (it compiles slowly);
+// train/config.cpp checks that the declaration matches the library.
+#include "train/tasks/task.h"  // TaskConfig
+
+namespace toml {
+inline namespace v3 {
+class table;
+}
+}  // namespace toml
+
+namespace headlab {
+
+struct ModelConfig {
+  int64_t d_model = 64;
+  int64_t heads = 4;
+  int64_t head_dim = 0;  // 0: d_model / heads (then heads must divide d_model)
+  int64_t layers = 1;
+  int64_t d_ff = 128;
+  std::string activation = "relu";
+  std::string norm = "pre";
+  std::string positions = "learned";
+  double embed_init_std = 1.0;
+  double pos_init_std = 1.0;
+  double dropout = 0.0;
+  double attn_dropout = 0.0;
+  std::string init = "default";  // Linear layers: "default" (PyTorch's) | "xavier_uniform"
+  // Layer registry names of the three slots of every encoder layer (the norm slot also fills
+  // the final norm), and each slot's own options table ([model.norm_options] eps = 1e-6, ...),
+  // null when absent. Their keys are checked by the layer's factory when the model is built.
+  std::string attention_layer = "multi_head_attention";
+  std::string ffn_layer = "feed_forward";
+  std::string norm_layer = "layer_norm";
+  std::shared_ptr<const toml::table> attention_options;
+  std::shared_ptr<const toml::table> ffn_options;
+  std::shared_ptr<const toml::table> norm_options;
+};
+
+struct OptimConfig {
+  std::string name = "adam";
+  double lr = 3e-3;
+  std::vector<double> betas = {0.9, 0.98};
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double momentum = 0.0;   // sgd only
+  bool nesterov = false;   // sgd only
+  double clip_norm = 1.0;  // 0: no clipping
+};
+
+struct ScheduleConfig {
+  std::string name = "warmup_cosine";
+  int64_t warmup_steps = 100;
+  double min_lr = 0.0;
+  int64_t d_model = 0;
+};
+
+struct TrainConfig {
+  int64_t steps = 1000;
+  int64_t batch_size = 32;
+  int64_t seed = 1;
+  int64_t eval_every = 50;  // 0: only at the end
+  int64_t eval_batches = 8;
+  int64_t eval_batch_size = 256;
+  int64_t eval_seed = 20240607;
+  int64_t log_every = 10;
+  int64_t checkpoint_every = 250;  // 0: only at the end
+  int64_t keep_checkpoints = 3;
+};
+
+struct RuntimeConfig {
+  std::string backend = "auto";
+  int64_t threads = 1;  // 0: all cores
+  double max_memory_gb = 8.0;
+};
+
+struct Config {
+  ModelConfig model;
+  TaskConfig task;
+  OptimConfig optim;
+  ScheduleConfig schedule;
+  TrainConfig train;
+  RuntimeConfig runtime;
+
+  // Where each explicitly given key came from: dotted key -> "file:line:col" or
+  // "--set key=value". Keys left at their default are absent.
+  std::map<std::string, std::string> origins;
+  std::string source;  // the file name (or "<string>") the config was read from
+
+  // The position prefix for messages about `key`: its origin, else the file name.
+  std::string where(const std::string& key) const;
+};
+
+// Reads `file`, applies each "--set" override ("a.b=value", value in TOML syntax, later ones
+// win), fills defaults and validates (see validate_config). Throws headlab::Error: unreadable
+// file, TOML syntax error (with file:line:col), unknown key (with a did-you-mean), wrong type,
+// value out of range, NaN/Inf, failed cross-field check.
+Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides = {});
+// The same for TOML text; `source_name` stands in for the file name in messages.
+Config parse_config(std::string_view toml_text, std::string_view source_name,
+                    std::span<const std::string> overrides = {});
+
+// Cross-field checks: heads divides d_model (unless head_dim is given), betas, min_lr <= lr,
+// relations, sizes within bounds and the memory estimate within runtime.max_memory_gb. Called
+// by load_config/parse_config; throws headlab::Error naming the key(s) and position.
+void validate_config(const Config& config);
+
+// Approximate bytes a training run needs: parameters, gradients, optimizer state, and the
+// activations the tape keeps for one training batch (or one evaluation batch, if larger).
+struct MemoryEstimate {
+  int64_t parameters = 0;  // count
+  double parameter_bytes = 0;
+  double optimizer_bytes = 0;
+  double activation_bytes = 0;
+  double total_bytes() const { return parameter_bytes + optimizer_bytes + activation_bytes; }
+};
+MemoryEstimate estimate_memory(const Config& config);
+
+// The resolved config as TOML: every key, defaults filled, in schema order. Parsing it back
+// gives an equal config.
+std::string to_toml(const Config& config);
+// FNV-1a 64 of to_toml(config), as 16 hex digits: stable across runs and machines.
+std::string config_hash(const Config& config);
+// Keys whose values differ between two configs, restricted to keys that change parameter or
+// optimizer-state shapes ("model.heads: 4 (checkpoint) vs 8 (config)" per entry). Empty when
+// a checkpoint of `saved` can be loaded into a model built from `current`.
+std::vector<std::string> shape_differences(const Config& saved, const Config& current);
+// Every key (shape-relevant or not) that differs, same format.
+std::vector<std::string> config_differences(const Config& saved, const Config& current);
+
+}  // namespace headlab

@@ -1,0 +1,249 @@
+// The key table: every config key, its member of Config, range or choices, and meaning. The
+// defaults are not here: they are the member initialisers of the structs in train/config.h.
+
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "train/config/schema.h"
+
+namespace headlab {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+template <class T>
+constexpr KeyType type_of() {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return KeyType::integer;
+  else if constexpr (std::is_same_v<T, double>)
+    return KeyType::real;
+  else if constexpr (std::is_same_v<T, bool>)
+    return KeyType::boolean;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return KeyType::string;
+  else if constexpr (std::is_same_v<T, std::vector<double>>)
+    return KeyType::real_array;
+  else
+    return KeyType::string_array;
+}
+
+// A fluent builder over one KeySpec, so the table below reads one key per statement.
+struct Key {
+  KeySpec s;
+  Key& range(double lo, double hi, bool lo_open = false, bool hi_open = false) {
+    s.lo = lo, s.hi = hi, s.lo_open = lo_open, s.hi_open = hi_open;
+    return *this;
+  }
+  Key& length(size_t lo, size_t hi) {
+    s.min_len = lo, s.max_len = hi;
+    return *this;
+  }
+  Key& one_of(std::vector<std::string> choices) {
+    s.choices = std::move(choices);
+    return *this;
+  }
+  Key& shapes() {
+    s.shape = true;
+    return *this;
+  }
+  Key& required() {
+    s.required = true;
+    return *this;
+  }
+  Key& doc(std::string text) {
+    s.doc = std::move(text);
+    return *this;
+  }
+};
+
+template <class S, class T>
+Key key_of(std::string key, S Config::*section, T S::*member) {
+  Key k;
+  k.s.key = std::move(key);
+  k.s.type = type_of<T>();
+  k.s.get = [section, member](const Config& c) -> ConfigValue { return (c.*section).*member; };
+  k.s.set = [section, member](Config& c, const ConfigValue& v) {
+    (c.*section).*member = std::get<T>(v);
+  };
+  return k;
+}
+
+std::vector<KeySpec> build_keys() {
+  std::vector<Key> k;
+  using C = Config;
+  using M = ModelConfig;
+  k.push_back(key_of("model.d_model", &C::model, &M::d_model)
+                  .range(1, 8192)
+                  .shapes()
+                  .doc("Width of the residual stream (embedding size)."));
+  k.push_back(key_of("model.heads", &C::model, &M::heads)
+                  .range(1, 256)
+                  .shapes()
+                  .doc("Attention heads per layer."));
+  k.push_back(key_of("model.head_dim", &C::model, &M::head_dim)
+                  .range(0, 8192)
+                  .shapes()
+                  .doc("Width of each head; 0 means d_model / heads (heads must divide d_model)."));
+  k.push_back(
+      key_of("model.layers", &C::model, &M::layers).range(1, 256).shapes().doc("Encoder layers."));
+  k.push_back(key_of("model.d_ff", &C::model, &M::d_ff)
+                  .range(1, 65536)
+                  .shapes()
+                  .doc("Hidden width of the feed-forward block."));
+  k.push_back(key_of("model.activation", &C::model, &M::activation)
+                  .one_of({"relu", "gelu"})
+                  .doc("Feed-forward activation (GELU in its exact erf form)."));
+  k.push_back(key_of("model.norm", &C::model, &M::norm)
+                  .one_of({"pre", "post"})
+                  .doc("LayerNorm placement: pre `x + f(LN(x))`, post `LN(x + f(x))`."));
+  k.push_back(key_of("model.positions", &C::model, &M::positions)
+                  .one_of({"learned", "sinusoidal"})
+                  .shapes()
+                  .doc("Position encoding: a learned table or fixed sinusoids."));
+  k.push_back(key_of("model.embed_init_std", &C::model, &M::embed_init_std)
+                  .range(0, 100, true)
+                  .doc("Std of the N(0, std^2) init of the token feature embeddings."));
+  k.push_back(key_of("model.pos_init_std", &C::model, &M::pos_init_std)
+                  .range(0, 100, true)
+                  .doc("Std of the N(0, std^2) init of learned positions."));
+  k.push_back(key_of("model.dropout", &C::model, &M::dropout)
+                  .range(0, 1, false, true)
+                  .doc("Dropout on embeddings and sublayer outputs (training only)."));
+  k.push_back(key_of("model.attn_dropout", &C::model, &M::attn_dropout)
+                  .range(0, 1, false, true)
+                  .doc("Dropout on the attention weights (inverted, training only)."));
+  k.push_back(key_of("model.init", &C::model, &M::init)
+                  .one_of({"default", "xavier_uniform"})
+                  .doc("Init of Linear layers: PyTorch's U(+-1/sqrt(fan_in)), or Glorot's."));
+  k.push_back(key_of("model.attention_layer", &C::model, &M::attention_layer)
+                  .shapes()
+                  .doc("Registry name of each layer's attention block; options in "
+                       "`[model.attention_options]`."));
+  k.push_back(key_of("model.ffn_layer", &C::model, &M::ffn_layer)
+                  .shapes()
+                  .doc("Registry name of each layer's feed-forward block; options in "
+                       "`[model.ffn_options]`."));
+  k.push_back(key_of("model.norm_layer", &C::model, &M::norm_layer)
+                  .shapes()
+                  .doc("Registry name of the norms (also the final norm); options in "
+                       "`[model.norm_options]`."));
+
+  using T = TaskConfig;
+  k.push_back(key_of("task.name", &C::task, &T::name)
+                  .one_of({"dependency"})
+                  .shapes()
+                  .required()
+                  .doc("The task to train on (required)."));
+  k.push_back(key_of("task.colours", &C::task, &T::colours)
+                  .range(2, 64)
+                  .shapes()
+                  .doc("Colours K per word; the label has K^R classes."));
+  k.push_back(key_of("task.relations", &C::task, &T::relations)
+                  .length(1, 4)
+                  .one_of({"PREV", "HEAD", "SEM", "NEXT"})
+                  .shapes()
+                  .doc("Relations R whose partners' colours form the label, in digit order."));
+  k.push_back(key_of("task.embedding", &C::task, &T::embedding)
+                  .one_of({"factored", "joint"})
+                  .shapes()
+                  .doc("Separate category and colour embeddings, or one joint token id."));
+
+  using O = OptimConfig;
+  k.push_back(key_of("optim.name", &C::optim, &O::name)
+                  .one_of({"adam", "adamw", "sgd"})
+                  .shapes()
+                  .doc("Optimizer."));
+  k.push_back(
+      key_of("optim.lr", &C::optim, &O::lr).range(0, kInf, true, true).doc("Peak learning rate."));
+  k.push_back(key_of("optim.betas", &C::optim, &O::betas)
+                  .length(2, 2)
+                  .range(0, 1, false, true)
+                  .doc("Adam's beta1, beta2."));
+  k.push_back(
+      key_of("optim.eps", &C::optim, &O::eps).range(0, kInf, true, true).doc("Adam's epsilon."));
+  k.push_back(key_of("optim.weight_decay", &C::optim, &O::weight_decay)
+                  .range(0, kInf, false, true)
+                  .doc("Weight decay (decoupled for adamw, L2 for adam and sgd)."));
+  k.push_back(key_of("optim.momentum", &C::optim, &O::momentum)
+                  .range(0, 1, false, true)
+                  .doc("SGD momentum (sgd only)."));
+  k.push_back(key_of("optim.nesterov", &C::optim, &O::nesterov)
+                  .doc("Nesterov momentum (sgd only; needs momentum > 0)."));
+  k.push_back(key_of("optim.clip_norm", &C::optim, &O::clip_norm)
+                  .range(0, kInf, false, true)
+                  .doc("Clip gradients to this global L2 norm; 0 disables clipping."));
+
+  using S = ScheduleConfig;
+  k.push_back(key_of("schedule.name", &C::schedule, &S::name)
+                  .one_of({"constant", "warmup_cosine", "warmup_inverse_sqrt"})
+                  .doc("Learning-rate schedule: linear warmup, then constant, cosine decay to "
+                       "min_lr at the last step, or inverse square root."));
+  k.push_back(key_of("schedule.warmup_steps", &C::schedule, &S::warmup_steps)
+                  .range(0, 1e9)
+                  .doc("Steps of linear warmup from 0 to optim.lr."));
+  k.push_back(key_of("schedule.min_lr", &C::schedule, &S::min_lr)
+                  .range(0, kInf, false, true)
+                  .doc("Floor of the cosine decay (reached at the last step)."));
+  k.push_back(key_of("schedule.d_model", &C::schedule, &S::d_model)
+                  .range(0, 65536)
+                  .doc("warmup_inverse_sqrt only: 0 peaks at optim.lr; > 0 uses the Transformer "
+                       "paper's lr * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5)."));
+
+  using R = TrainConfig;
+  k.push_back(key_of("train.steps", &C::train, &R::steps).range(1, 1e9).doc("Optimizer steps."));
+  k.push_back(key_of("train.batch_size", &C::train, &R::batch_size)
+                  .range(1, 65536)
+                  .doc("Sentences per step (fresh every step)."));
+  k.push_back(key_of("train.seed", &C::train, &R::seed)
+                  .range(0, double(kMaxInt))
+                  .doc("Seed of initialisation, dropout and the training data stream."));
+  k.push_back(key_of("train.eval_every", &C::train, &R::eval_every)
+                  .range(0, 1e9)
+                  .doc("Evaluate every this many steps; 0: only at the end."));
+  k.push_back(key_of("train.eval_batches", &C::train, &R::eval_batches)
+                  .range(1, 65536)
+                  .doc("Batches per evaluation."));
+  k.push_back(key_of("train.eval_batch_size", &C::train, &R::eval_batch_size)
+                  .range(1, 65536)
+                  .doc("Sentences per evaluation batch."));
+  k.push_back(key_of("train.eval_seed", &C::train, &R::eval_seed)
+                  .range(0, double(kMaxInt))
+                  .doc("Seed of the evaluation sentences (the same every evaluation)."));
+  k.push_back(key_of("train.log_every", &C::train, &R::log_every)
+                  .range(1, 1e9)
+                  .doc("Write a metrics row (and a log line) every this many steps."));
+  k.push_back(key_of("train.checkpoint_every", &C::train, &R::checkpoint_every)
+                  .range(0, 1e9)
+                  .doc("Checkpoint every this many steps; 0: only at the end."));
+  k.push_back(key_of("train.keep_checkpoints", &C::train, &R::keep_checkpoints)
+                  .range(1, 1e6)
+                  .doc("Newest checkpoints to keep."));
+
+  using U = RuntimeConfig;
+  k.push_back(key_of("runtime.backend", &C::runtime, &U::backend)
+                  .one_of({"auto", "reference", "blas", "onednn"})
+                  .doc("Kernel backend."));
+  k.push_back(
+      key_of("runtime.threads", &C::runtime, &U::threads)
+          .range(0, 1024)
+          .doc("Threads for oneDNN and OpenBLAS; 0: all cores (small models run fastest on 1)."));
+  k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
+                  .range(0, 1e6, true)
+                  .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+
+  std::vector<KeySpec> out;
+  for (auto& key : k) out.push_back(std::move(key.s));
+  return out;
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& config_keys() {
+  static const std::vector<KeySpec> keys = build_keys();
+  return keys;
+}
+
+}  // namespace headlab

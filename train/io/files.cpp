@@ -1,0 +1,157 @@
+#include "train/io/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace headlab {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail_errno(const char* what, const fs::path& path, int err) {
+  fail("cannot {} '{}': {}", what, path.string(), std::strerror(err));
+}
+
+int open_retry(const char* path, int flags, mode_t mode = 0) {
+  int fd;
+  do fd = ::open(path, flags | O_CLOEXEC, mode);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+}  // namespace
+
+DurableFile::DurableFile(const fs::path& path) : path_(path) {
+  fd_ = open_retry(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) fail_errno("create", path_, errno);
+}
+
+DurableFile::~DurableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void DurableFile::write(const void* data, size_t bytes) {
+  HEADLAB_ASSERT(fd_ >= 0);
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("write", path_, errno);
+    }
+    if (n == 0) fail_errno("write", path_, EIO);
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+void DurableFile::commit() {
+  HEADLAB_ASSERT(fd_ >= 0);
+  if (::fsync(fd_) != 0) fail_errno("fsync", path_, errno);
+  const int fd = fd_;
+  fd_ = -1;
+  // close() after a successful fsync can still report a deferred error (NFS); never retry it.
+  if (::close(fd) != 0 && errno != EINTR) fail_errno("close", path_, errno);
+}
+
+void write_file_durable(const fs::path& path, std::string_view content) {
+  DurableFile file(path);
+  file.write(content);
+  file.commit();
+}
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  try {
+    write_file_durable(tmp, content);
+    rename_path(tmp, path);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  fs::path parent = path.parent_path();
+  fsync_directory(parent.empty() ? fs::path(".") : parent);
+}
+
+std::string read_file(const fs::path& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO planted in place of a file must not hang; no effect on files.
+  const int fd = open_retry(path.c_str(), O_RDONLY | O_NONBLOCK);
+  if (fd < 0) fail_errno("open", path, errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail_errno("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) fail("cannot read '{}': not a regular file", path.string());
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes)
+    fail("cannot read '{}': it is {} bytes, more than the limit of {}", path.string(), size,
+         max_bytes);
+  std::string out(size, '\0');
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, out.data() + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("read", path, errno);
+    }
+    if (n == 0) break;  // the file shrank while we read it
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+void fsync_directory(const fs::path& dir) {
+  const int fd = open_retry(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) fail_errno("open directory", dir, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some file systems do not support fsync on directories; their renames are durable anyway.
+  if (rc != 0 && err != EINVAL && err != ENOTSUP) fail_errno("fsync directory", dir, err);
+}
+
+void make_directories(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create directory '{}': {}", dir.string(), ec.message());
+  if (!fs::is_directory(dir, ec))
+    fail("cannot create directory '{}': it exists and is not a directory", dir.string());
+}
+
+void rename_path(const fs::path& from, const fs::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    fail("cannot rename '{}' to '{}': {}", from.string(), to.string(), std::strerror(errno));
+}
+
+void replace_symlink(const fs::path& link, const std::string& target) {
+  fs::path tmp = link;
+  tmp += ".tmp";
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) fail_errno("remove", tmp, errno);
+  if (::symlink(target.c_str(), tmp.c_str()) != 0) fail_errno("create symbolic link", tmp, errno);
+  if (::rename(tmp.c_str(), link.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail("cannot rename '{}' to '{}': {}", tmp.string(), link.string(), std::strerror(err));
+  }
+  fs::path parent = link.parent_path();
+  fsync_directory(parent.empty() ? fs::path(".") : parent);
+}
+
+void remove_tree(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) fail("cannot remove '{}': {}", path.string(), ec.message());
+}
+
+}  // namespace headlab

@@ -1,0 +1,161 @@
+// Shared parts of the HTML reports: the page frame and style, relation colours, and reading the
+// training curves out of metrics.jsonl.
+
+#include "train/report/report.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "core/error.h"
+#include "train/report/svg.h"
+
+namespace headlab {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+constexpr const char* kStyle = R"css(
+:root { --ink: #1f2430; --muted: #5b6170; --line: #e3e6eb; --bg: #f4f5f7; --accent: #2f5d9e; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--ink);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 1440px; margin: 0 auto; padding: 20px 24px 48px; }
+header.top { padding: 8px 0 14px; }
+header.top h1 { margin: 0 0 4px; font-size: 24px; }
+header.top p { margin: 0; color: var(--muted); }
+section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
+  padding: 16px 20px 18px; margin: 16px 0; box-shadow: 0 1px 2px rgba(0,0,0,.04); }
+section h2 { margin: 0 0 4px; font-size: 18px; }
+section p.lede { margin: 0 0 12px; color: var(--muted); max-width: 980px; }
+.cards { display: flex; flex-wrap: wrap; gap: 10px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 130px; background: #fafbfc; }
+.card .k { font-size: 12px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+.card .v { font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.card.good .v { color: #2e7d32; } .card.bad .v { color: #c62828; }
+.row { display: flex; flex-wrap: wrap; gap: 18px 22px; align-items: flex-start; }
+.figure { margin: 0; display: table; }
+.figure figcaption { display: table-caption; caption-side: bottom; font-size: 12px; color: var(--muted); margin-top: 2px; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 13px; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: right; }
+th { background: #f7f8fa; font-weight: 600; text-align: center; }
+td.l, th.l { text-align: left; }
+tr:nth-child(even) td { background: #fbfbfc; }
+pre { background: #f7f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px;
+  font-size: 12px; line-height: 1.35; max-height: 520px; overflow: auto; }
+.note { color: var(--muted); font-style: italic; }
+.tag { display: inline-block; padding: 0 7px; border-radius: 9px; color: #fff; font-size: 12px; font-weight: 600; }
+.legend-inline span { margin-right: 14px; white-space: nowrap; }
+.swatch { display: inline-block; width: 12px; height: 12px; border: 2px solid; vertical-align: -1px; margin-right: 4px; }
+svg.chart { display: block; overflow: visible; }
+svg .ct { font-size: 13px; font-weight: 600; fill: var(--ink); }
+svg .tick { font-size: 10px; fill: #5b6170; }
+svg .axis { font-size: 11px; fill: #333; }
+svg .legend { font-size: 11px; fill: #333; }
+svg .lab { font-size: 11px; fill: #333; }
+svg .val { font-size: 11px; fill: #222; font-variant-numeric: tabular-nums; }
+svg .cv { font-variant-numeric: tabular-nums; }
+svg .note { font-weight: 600; }
+svg .grid { stroke: #eceef1; stroke-width: 1; }
+svg .plot { fill: #fff; stroke: #cfd3da; }
+svg .ref { stroke: #888; stroke-width: 1; stroke-dasharray: 4 3; }
+footer { color: var(--muted); font-size: 12px; margin-top: 24px; }
+)css";
+
+double number_or_nan(const nlohmann::json& row, const char* key) {
+  auto it = row.find(key);
+  if (it == row.end() || !it->is_number()) return kNaN;
+  return it->get<double>();
+}
+
+bool is_eval_row(const nlohmann::json& row) {
+  if (row.contains("eval_accuracy")) return true;
+  auto it = row.find("eval");
+  if (it != row.end() && it->is_boolean() && it->get<bool>()) return true;
+  for (const char* key : {"split", "kind", "type"}) {
+    auto k = row.find(key);
+    if (k != row.end() && k->is_string() && k->get<std::string>() == "eval") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string html_page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+         svg::escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n" +
+         body + "\n</main>\n</body>\n</html>\n";
+}
+
+std::string relation_color(const std::string& name, int index) {
+  if (name == "PREV") return "#e8710a";
+  if (name == "HEAD") return "#2e9e44";
+  if (name == "SEM") return "#8e44ad";
+  if (name == "NEXT") return "#d62728";
+  return svg::palette(index + 4);
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+    if (!row.is_discarded() && row.is_object()) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Curves read_curves(const std::vector<nlohmann::json>& rows,
+                   const std::vector<std::string>& relations) {
+  Curves c;
+  c.eval_component.resize(relations.size());
+  for (const nlohmann::json& row : rows) {
+    const double step = number_or_nan(row, "step");
+    if (std::isnan(step)) continue;
+    if (is_eval_row(row)) {
+      double acc = number_or_nan(row, "eval_accuracy");
+      if (std::isnan(acc)) acc = number_or_nan(row, "accuracy");
+      double loss = number_or_nan(row, "eval_loss");
+      if (std::isnan(loss)) loss = number_or_nan(row, "loss");
+      c.eval_step.push_back(step);
+      c.eval_accuracy.push_back(acc);
+      c.eval_loss.push_back(loss);
+      const nlohmann::json* comp = nullptr;
+      for (const char* key : {"eval_component_accuracy", "component_accuracy"}) {
+        if (row.contains(key)) comp = &row[key];
+      }
+      for (size_t r = 0; r < relations.size(); ++r) {
+        double v = kNaN;
+        if (comp && comp->is_object() && comp->contains(relations[r]) &&
+            (*comp)[relations[r]].is_number()) {
+          v = (*comp)[relations[r]].get<double>();
+        } else if (comp && comp->is_array() && r < comp->size() && (*comp)[r].is_number()) {
+          v = (*comp)[r].get<double>();
+        }
+        c.eval_component[r].push_back(v);
+      }
+      // A row may carry both parts ("loss" and "eval_loss"); otherwise it is evaluation only.
+      const bool combined = row.contains("eval_loss") && row.contains("loss");
+      if (!combined) continue;
+    }
+    const double loss = number_or_nan(row, "loss");
+    if (std::isnan(loss)) continue;
+    c.step.push_back(step);
+    c.loss.push_back(loss);
+    c.accuracy.push_back(number_or_nan(row, "accuracy"));
+    c.lr.push_back(number_or_nan(row, "lr"));
+  }
+  return c;
+}
+
+double steps_to(const Curves& curves, double threshold) {
+  for (size_t i = 0; i < curves.eval_step.size(); ++i) {
+    if (curves.eval_accuracy[i] >= threshold) return curves.eval_step[i];
+  }
+  return -1;
+}
+
+}  // namespace headlab

@@ -1,0 +1,362 @@
+#include "train/run/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/kernels.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "layers/encoder.h"
+#include "optim/clip.h"
+#include "optim/factory.h"
+#include "train/run/checkpoint.h"
+#include "train/config/schema.h"
+#include "train/io/files.h"
+#include "train/run/metrics.h"
+#include "train/tasks/task.h"
+#include "train/tasks/dependency.h"
+
+namespace headlab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Streams of train.seed other than the data stream (which uses indices 0, 1, 2, ... = steps):
+// far-away stream numbers keep initialisation and dropout independent of every batch.
+constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
+constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
+
+toml::table options_table(const std::shared_ptr<const toml::table>& t) {
+  return t ? *t : toml::table{};
+}
+
+EncoderOptions encoder_options(const Config& c, const Task& task) {
+  const ModelConfig& m = c.model;
+  EncoderOptions o;
+  o.vocab_sizes.clear();
+  for (const FeatureSpec& f : task.features()) o.vocab_sizes.push_back(f.vocab);
+  o.max_len = task.seq_len();
+  o.d_model = m.d_model;
+  o.heads = m.heads;
+  o.head_dim = m.head_dim;
+  o.layers = m.layers;
+  o.d_ff = m.d_ff;
+  o.num_classes = task.num_classes();
+  o.activation = parse_activation(m.activation, "model.activation");
+  o.norm = parse_norm_position(m.norm, "model.norm");
+  o.positions = parse_position_kind(m.positions, "model.positions");
+  o.embed_init_std = static_cast<float>(m.embed_init_std);
+  o.pos_init_std = static_cast<float>(m.pos_init_std);
+  o.dropout = static_cast<float>(m.dropout);
+  o.attn_dropout = static_cast<float>(m.attn_dropout);
+  o.init = parse_init(m.init, "model.init");
+  o.dropout_seed = Rng::derive(static_cast<uint64_t>(c.train.seed), kDropoutStream).next_u64();
+  o.attention_layer = {m.attention_layer, options_table(m.attention_options)};
+  o.ffn_layer = {m.ffn_layer, options_table(m.ffn_options)};
+  o.norm_layer = {m.norm_layer, options_table(m.norm_options)};
+  return o;
+}
+
+// A layer's own error names the layer ('layer_norm') but not where its options came from: add
+// the position of an override into the slot's options table, of the table, or of the slot's
+// layer name.
+[[noreturn]] void rethrow_with_position(const Error& e, const Config& c) {
+  const std::string message = e.what();
+  for (const auto& t : option_tables()) {
+    const std::string layer = std::get<std::string>(find_key(t.layer_key)->get(c));
+    if (message.find("'" + layer + "'") == std::string::npos && !message.starts_with(layer + ":"))
+      continue;
+    for (const auto& [key, where] : c.origins)  // an override into the table
+      if (key.starts_with(t.key + ".")) throw Error(fmt::format("{}: {}", where, message));
+    if (auto it = c.origins.find(t.key); it != c.origins.end())
+      throw Error(fmt::format("{}: [{}]: {}", it->second, t.key, message));
+    if (auto it = c.origins.find(t.layer_key); it != c.origins.end())
+      throw Error(fmt::format("{}: {}", it->second, message));
+  }
+  throw Error(fmt::format("{}: {}", c.source, message));
+}
+
+// Correct predictions over non-ignored rows of logits [rows, C]; per relation digit too when
+// the task is the dependency task.
+struct Tally {
+  int64_t tokens = 0, correct = 0;
+  std::vector<int64_t> component;
+
+  // components: also count each relation's colour digit (evaluation; allocates).
+  void add(const Tensor& logits, const std::vector<int32_t>& labels, const Task& task,
+           bool components) {
+    const auto* dep = components ? dynamic_cast<const DependencyTask*>(&task) : nullptr;
+    const int64_t classes = logits.size(-1);
+    const int64_t rows = logits.numel() / classes;
+    const float* x = logits.data();
+    if (dep) component.resize(dep->relations().size(), 0);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int32_t label = labels[static_cast<size_t>(i)];
+      if (label == kIgnoreIndex) continue;
+      const float* row = x + i * classes;
+      int32_t best = 0;
+      for (int64_t c = 1; c < classes; ++c)
+        if (row[c] > row[best]) best = static_cast<int32_t>(c);
+      ++tokens;
+      correct += best == label;
+      if (dep)
+        for (size_t r = 0; r < component.size(); ++r)
+          component[r] += dep->label_digit(best, static_cast<int>(r)) ==
+                          dep->label_digit(label, static_cast<int>(r));
+    }
+  }
+  double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
+};
+
+// Views of the batch's feature arrays, in `spans` (reused: no allocation once sized).
+void feature_spans(const Batch& b, std::vector<std::span<const int32_t>>& spans) {
+  spans.clear();
+  for (const auto& f : b.features) spans.emplace_back(f);
+}
+
+}  // namespace
+
+Trainer::Trainer(Config config, std::filesystem::path run_dir)
+    : config_(std::move(config)), run_dir_(std::move(run_dir)), batch_(std::make_unique<Batch>()) {
+  set_num_threads(static_cast<int>(config_.runtime.threads));
+  set_backend(parse_backend(config_.runtime.backend));
+  task_ = make_task(config_.task);
+  Rng init_rng = Rng::derive(static_cast<uint64_t>(config_.train.seed), kInitStream);
+  try {
+    model_ = std::make_unique<Encoder>(encoder_options(config_, *task_), init_rng);
+  } catch (const Error& e) {
+    rethrow_with_position(e, config_);
+  }
+  const OptimConfig& o = config_.optim;
+  OptimizerOptions oo;
+  oo.name = o.name;
+  oo.lr = o.lr;
+  oo.betas = {o.betas.at(0), o.betas.at(1)};
+  oo.eps = o.eps;
+  oo.weight_decay = o.weight_decay;
+  oo.momentum = o.momentum;
+  oo.nesterov = o.nesterov;
+  oo.clip_norm = o.clip_norm;
+  optimizer_ = make_optimizer(oo, model_->named_parameters());
+  ScheduleOptions so;
+  so.name = config_.schedule.name;
+  so.warmup_steps = config_.schedule.warmup_steps;
+  so.min_lr = config_.schedule.min_lr;
+  so.total_steps = config_.train.steps;
+  so.d_model = config_.schedule.d_model;
+  schedule_ = std::make_unique<Schedule>(make_schedule(so, o.lr));
+  model_->train();
+}
+
+Trainer::~Trainer() = default;
+
+int64_t Trainer::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : model_->named_parameters()) n += p.var.numel();
+  return n;
+}
+
+void Trainer::resume() {
+  if (!latest_checkpoint(run_dir_))
+    fail("--resume: no checkpoint in '{}' ('{}' does not exist)", run_dir_.string(),
+         (run_dir_ / "checkpoints" / "latest").string());
+  CheckpointData c = load_checkpoint(run_dir_);
+  const std::string where = c.dir.string();
+  const Config saved = parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string());
+  const std::vector<std::string> diffs = shape_differences(saved, config_);
+  if (!diffs.empty()) {
+    std::string list;
+    for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
+    fail(
+        "cannot resume from '{}': the config changes shapes the checkpoint was trained with "
+        "({}); restore those values or start a new run with another --out",
+        where, list);
+  }
+  if (c.step > config_.train.steps)
+    fail("cannot resume from '{}': it is at step {} but train.steps is {}", where, c.step,
+         config_.train.steps);
+  if (c.data_cursor != c.step)
+    fail("cannot resume from '{}': data cursor {} differs from step {}", where, c.data_cursor,
+         c.step);
+  auto rng = c.rng_states.find("dropout");
+  if (rng == c.rng_states.end())
+    fail("cannot resume from '{}': state.json has no \"dropout\" RNG state", where);
+  try {
+    model_->load_state_dict(c.model);
+    optimizer_->load_state_dict(c.optimizer);
+  } catch (const Error& e) {
+    fail("cannot resume from '{}': {}", where, e.what());
+  }
+  if (optimizer_->step_count() != c.step)
+    fail("cannot resume from '{}': optimizer.safetensors is at step {} but state.json at {}", where,
+         optimizer_->step_count(), c.step);
+  model_->dropout_rng().set_state(Rng::parse_state(rng->second));
+  step_ = c.step;
+  last_checkpoint_ = c.step;
+  resumed_elapsed_ = c.extra.value("elapsed_seconds", 0.0);
+  resumed_train_seconds_ = c.extra.value("train_seconds", 0.0);
+}
+
+StepMetrics Trainer::train_step() {
+  const TrainConfig& t = config_.train;
+  const int64_t s = step_ + 1;
+  task_->generate(static_cast<uint64_t>(t.seed), step_, t.batch_size, *batch_);
+  feature_spans(*batch_, spans_);
+  EncoderOutput out = model_->forward(spans_, batch_->batch_size, batch_->seq_len);
+  Var loss = cross_entropy(out.logits, batch_->labels, kIgnoreIndex);
+  StepMetrics m;
+  m.step = s;
+  m.total_steps = t.steps;
+  m.loss = loss.value().item();
+  Tally tally;
+  tally.add(out.logits.value(), batch_->labels, *task_, false);
+  m.accuracy = tally.accuracy();
+  loss.backward();
+  auto stop = [&](const char* what, double value) {
+    const std::string kept =
+        last_checkpoint_ >= 0
+            ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint_)
+            : std::string("no checkpoint was written");
+    const char* text = std::isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf";
+    throw NonFiniteError(s, fmt::format("training stopped at step {}: the {} is {}, before the "
+                                        "update; {} (try a lower optim.lr)",
+                                        s, what, text, kept));
+  };
+  if (!std::isfinite(m.loss)) stop("training loss", m.loss);
+  m.grad_norm = clip_grad_norm(optimizer_->parameters(), config_.optim.clip_norm);
+  if (!std::isfinite(m.grad_norm)) stop("gradient norm", m.grad_norm);
+  m.lr = schedule_->lr_at(s);
+  optimizer_->set_lr(m.lr);
+  optimizer_->step();
+  optimizer_->zero_grad();
+  step_ = s;
+  return m;
+}
+
+EvalMetrics Trainer::evaluate() {
+  const TrainConfig& t = config_.train;
+  struct TrainModeRestorer {
+    Encoder& model;
+    ~TrainModeRestorer() { model.train(); }
+  } restore{*model_};
+  NoGradGuard no_grad;
+  model_->eval();
+  Batch batch;
+  Tally tally;
+  double loss_sum = 0;
+  for (int64_t i = 0; i < t.eval_batches; ++i) {
+    task_->generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
+    feature_spans(batch, spans_);
+    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len);
+    const int64_t before = tally.tokens;
+    tally.add(out.logits.value(), batch.labels, *task_, true);
+    // cross_entropy is the mean over counted tokens; weight it back by their number.
+    const double loss = cross_entropy(out.logits, batch.labels, kIgnoreIndex).value().item();
+    loss_sum += loss * static_cast<double>(tally.tokens - before);
+  }
+  EvalMetrics e;
+  e.step = step_;
+  e.tokens = tally.tokens;
+  e.loss = tally.tokens ? loss_sum / static_cast<double>(tally.tokens) : 0.0;
+  e.accuracy = tally.accuracy();
+  e.relations = task_->relations();
+  for (int64_t c : tally.component)
+    e.component_accuracy.push_back(tally.tokens ? static_cast<double>(c) / tally.tokens : 0.0);
+  return e;
+}
+
+void Trainer::save(double elapsed, double train_seconds) {
+  CheckpointData c;
+  c.step = step_;
+  c.model = model_->state_dict();
+  c.optimizer = optimizer_->state_dict();
+  c.rng_states["dropout"] = model_->dropout_rng().state_string();
+  c.data_cursor = step_;
+  c.extra = {{"elapsed_seconds", elapsed}, {"train_seconds", train_seconds}};
+  c.resolved_config = to_toml(config_);
+  c.config_hash = config_hash(config_);
+  save_checkpoint(run_dir_, c, config_.train.keep_checkpoints);
+  last_checkpoint_ = step_;
+}
+
+TrainResult Trainer::run(TrainObserver* observer) {
+  TrainObserver none;
+  TrainObserver& obs = observer ? *observer : none;
+  const TrainConfig& t = config_.train;
+  const Clock::time_point session_start = Clock::now();
+  auto elapsed = [&] { return resumed_elapsed_ + seconds_since(session_start); };
+
+  create_directories(run_dir_);
+  write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
+  MetricsWriter metrics(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
+
+  TrainResult result;
+  result.run_dir = run_dir_;
+  result.start_step = step_;
+  obs.on_start(step_, t.steps, parameter_count());
+
+  double train_seconds = resumed_train_seconds_;
+  double interval_seconds = 0;
+  int64_t interval_tokens = 0;
+  const int64_t tokens_per_step = t.batch_size * task_->seq_len();
+  auto due = [&](int64_t every) { return step_ == t.steps || (every > 0 && step_ % every == 0); };
+  while (step_ < t.steps) {
+    const Clock::time_point t0 = Clock::now();
+    StepMetrics m = train_step();
+    const double dt = seconds_since(t0);
+    train_seconds += dt;
+    interval_seconds += dt;
+    interval_tokens += tokens_per_step;
+    m.elapsed_seconds = elapsed();
+    result.final_loss = m.loss;
+    if (due(t.log_every)) {
+      m.tokens_per_second = interval_seconds > 0 ? interval_tokens / interval_seconds : 0.0;
+      interval_seconds = 0;
+      interval_tokens = 0;
+      metrics.write_step(m);
+      obs.on_log(m);
+    }
+    obs.on_step(m);
+    if (due(t.eval_every)) {
+      EvalMetrics e = evaluate();
+      e.elapsed_seconds = elapsed();
+      metrics.write_eval(e);
+      obs.on_eval(e);
+      if (step_ == t.steps) result.final_eval = e;
+    }
+    if (due(t.checkpoint_every)) {
+      save(elapsed(), train_seconds);
+      obs.on_checkpoint(step_, run_dir_ / "checkpoints" / checkpoint_dir_name(step_));
+    }
+    if (step_ < t.steps && obs.should_stop()) {
+      if (last_checkpoint_ != step_) {
+        save(elapsed(), train_seconds);
+        obs.on_checkpoint(step_, run_dir_ / "checkpoints" / checkpoint_dir_name(step_));
+      }
+      result.interrupted = true;
+      result.steps = step_;
+      result.train_seconds = train_seconds;
+      result.wall_seconds = elapsed();
+      return result;
+    }
+  }
+  if (result.start_step == t.steps) {  // resumed a finished run: evaluate again, rewrite summary
+    result.final_eval = evaluate();
+    result.final_eval.elapsed_seconds = elapsed();
+  }
+  result.steps = step_;
+  result.train_seconds = train_seconds;
+  result.wall_seconds = elapsed();
+  result.steps_per_second = train_seconds > 0 ? static_cast<double>(step_) / train_seconds : 0.0;
+  result.steps_to_95 = first_step_reaching(metrics.evals(), 0.95);
+  write_summary(run_dir_, summary_to_json(result, config_, parameter_count()));
+  return result;
+}
+
+}  // namespace headlab

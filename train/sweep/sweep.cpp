@@ -1,0 +1,246 @@
+#include "train/sweep/sweep.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "train/config/config.h"
+#include "train/io/files.h"
+#include "train/report/report.h"
+#include "train/run/run_dir.h"
+
+namespace headlab {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+// "model.heads" + "4" -> "heads-4"; characters outside [A-Za-z0-9.+-] become '_'.
+std::string dir_part(const std::string& key, const std::string& value) {
+  std::string name = key.substr(key.rfind('.') + 1) + "-" + value;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
+  return name;
+}
+
+json value_json(const std::string& text) {
+  json v = json::parse(text, nullptr, false);
+  return v.is_discarded() ? json(text) : v;
+}
+
+json read_json(const fs::path& path, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = fmt::format("{} is missing", path.filename().string());
+    return nullptr;
+  }
+  json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    error = fmt::format("{} is not a JSON object", path.filename().string());
+    return nullptr;
+  }
+  return doc;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+SweepAxis parse_over(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) fail("--over {}: expected KEY=V1,V2,... (no '=')", text);
+  SweepAxis axis;
+  axis.key = trim(text.substr(0, eq));
+  if (axis.key.empty()) fail("--over {}: the key before '=' is empty", text);
+  const std::string list = text.substr(eq + 1);
+  int depth = 0;
+  char quote = 0;
+  std::string cur;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      const std::string v = trim(cur);
+      if (v.empty()) fail("--over {}: value {} is empty", text, axis.values.size() + 1);
+      axis.values.push_back(v);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (quote || depth != 0) fail("--over {}: unbalanced brackets or quotes", text);
+  return axis;
+}
+
+std::vector<SweepRun> plan_sweep(const SweepSpec& spec, bool fresh_dirs) {
+  if (spec.over.empty()) fail("sweep: give at least one --over KEY=V1,V2,...");
+  if (spec.seeds < 1) fail("sweep: --seeds is {} but must be >= 1", spec.seeds);
+  std::set<std::string> keys;
+  for (const SweepAxis& a : spec.over) {
+    if (!keys.insert(a.key).second) fail("sweep: --over {} is given twice", a.key);
+    if (a.key == "train.seed") fail("sweep: --over train.seed is not allowed; use --seeds N");
+  }
+  const Config base = load_config(spec.config, spec.sets);
+
+  std::vector<SweepRun> runs;
+  std::vector<size_t> index(spec.over.size(), 0);
+  while (true) {
+    for (int64_t s = 0; s < spec.seeds; ++s) {
+      SweepRun run;
+      run.overrides = spec.sets;
+      std::string name;
+      for (size_t k = 0; k < spec.over.size(); ++k) {
+        const SweepAxis& a = spec.over[k];
+        run.values.emplace_back(a.key, a.values[index[k]]);
+        run.overrides.push_back(a.key + "=" + a.values[index[k]]);
+        name += dir_part(a.key, a.values[index[k]]) + "_";
+      }
+      run.seed_index = s;
+      run.seed = base.train.seed + s;
+      run.overrides.push_back(fmt::format("train.seed={}", run.seed));
+      run.dir = spec.out_dir / fmt::format("{}seed-{}", name, run.seed);
+      load_config(spec.config, run.overrides);  // validates the run's config before anything runs
+      if (fresh_dirs) check_run_dir(run.dir, false);
+      runs.push_back(std::move(run));
+    }
+    size_t k = spec.over.size();  // odometer: the last axis turns fastest
+    while (k > 0 && ++index[k - 1] == spec.over[k - 1].values.size()) index[--k] = 0;
+    if (k == 0) break;
+  }
+  return runs;
+}
+
+SweepOutcome collect_run(const SweepRun& run) {
+  SweepOutcome out;
+  out.run = run;
+  std::string error;
+  const json summary = read_json(run.dir / "summary.json", error);
+  const json heads = summary.is_null() ? json() : read_json(run.dir / "heads.json", error);
+  if (summary.is_null() || heads.is_null()) {
+    out.error = error;
+    return out;
+  }
+  try {
+    out.eval_accuracy = heads.value("eval_accuracy", summary.value("eval_accuracy", 0.0));
+    out.train_seconds = summary.value("train_seconds", 0.0);
+    const auto it = summary.find("steps_to_95");
+    if (it != summary.end() && it->is_number() && it->get<int64_t>() >= 0) {
+      out.steps_to_95 = it->get<int64_t>();
+    } else if (it == summary.end()) {
+      const double s = steps_to(read_curves(read_jsonl(run.dir / "metrics.jsonl"), {}), 0.95);
+      if (s >= 0) out.steps_to_95 = static_cast<int64_t>(s);
+    }
+    const json spec = heads.value("specialization", json::object());
+    out.s_match = spec.value("s_match", 0.0);
+    out.s_max = spec.value("s_max", 0.0);
+    out.n_claimed = spec.value("n_claimed", int64_t{0});
+    try {
+      const Config c = load_config(run.dir / "config.resolved.toml");
+      out.d_k = c.model.head_dim > 0 ? c.model.head_dim : c.model.d_model / c.model.heads;
+    } catch (const Error&) {
+      out.d_k = 0;
+    }
+    out.ok = true;
+  } catch (const json::exception& e) {
+    out.error = std::string("summary.json or heads.json has an unexpected value: ") + e.what();
+  }
+  return out;
+}
+
+json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes) {
+  json over = json::array();
+  for (const SweepAxis& a : spec.over) over.push_back(a.key);
+  json runs = json::array();
+  for (const SweepOutcome& o : outcomes) {
+    json values = json::object();
+    for (const auto& [k, v] : o.run.values) values[k] = value_json(v);
+    std::error_code ec;
+    fs::path rel = fs::relative(o.run.dir, spec.out_dir, ec);
+    if (ec || rel.empty()) rel = o.run.dir;
+    json r = {{"values", values},
+              {"seed", o.run.seed},
+              {"eval_accuracy", o.ok ? json(o.eval_accuracy) : json(nullptr)},
+              {"steps_to_95", o.steps_to_95 ? json(*o.steps_to_95) : json(nullptr)},
+              {"train_seconds", o.ok ? json(o.train_seconds) : json(nullptr)},
+              {"s_match", o.ok ? json(o.s_match) : json(nullptr)},
+              {"s_max", o.ok ? json(o.s_max) : json(nullptr)},
+              {"n_claimed", o.ok ? json(o.n_claimed) : json(nullptr)},
+              {"d_k", o.d_k},
+              {"dir", rel.generic_string()},
+              {"ok", o.ok}};
+    if (!o.ok) r["error"] = o.error;
+    runs.push_back(std::move(r));
+  }
+  return {{"config", spec.config.filename().string()},
+          {"over", over},
+          {"seeds", spec.seeds},
+          {"runs", runs}};
+}
+
+std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes) {
+  std::string csv;
+  for (const SweepAxis& a : spec.over) csv += csv_field(a.key) + ",";
+  csv += "seed,eval_accuracy,steps_to_95,train_seconds,s_match,s_max,n_claimed,d_k,dir,ok\n";
+  const json doc = sweep_to_json(spec, outcomes);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const SweepOutcome& o = outcomes[i];
+    for (const auto& kv : o.run.values) csv += csv_field(kv.second) + ",";
+    csv += fmt::format("{},", o.run.seed);
+    if (o.ok) {
+      csv += fmt::format("{:.6f},{},{:.3f},{:.6f},{:.6f},{},", o.eval_accuracy,
+                         o.steps_to_95 ? std::to_string(*o.steps_to_95) : "", o.train_seconds,
+                         o.s_match, o.s_max, o.n_claimed);
+    } else {
+      csv += ",,,,,,";
+    }
+    csv += fmt::format("{},{},{}\n", o.d_k, csv_field(doc["runs"][i]["dir"].get<std::string>()),
+                       o.ok ? "true" : "false");
+  }
+  return csv;
+}
+
+void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes) {
+  fs::create_directories(spec.out_dir);
+  const json doc = sweep_to_json(spec, outcomes);
+  std::string report;
+  try {
+    std::vector<SweepRunData> data;
+    for (const SweepOutcome& o : outcomes) {
+      SweepRunData d;
+      d.curves = read_curves(read_jsonl(o.run.dir / "metrics.jsonl"), {});
+      std::string error;
+      d.heads = read_json(o.run.dir / "heads.json", error);
+      data.push_back(std::move(d));
+    }
+    report = render_sweep_report(doc, data);
+  } catch (const json::exception& e) {  // a hand-edited metrics.jsonl or heads.json
+    fail("sweep: the run files under '{}' are not as headlab writes them: {}",
+         spec.out_dir.string(), e.what());
+  }
+  write_file_atomic(spec.out_dir / "sweep.json", doc.dump(2) + "\n");
+  write_file_atomic(spec.out_dir / "sweep.csv", sweep_to_csv(spec, outcomes));
+  write_file_atomic(spec.out_dir / "report.html", report);
+}
+
+}  // namespace headlab

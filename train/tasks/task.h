@@ -1,0 +1,89 @@
+#pragma once
+// Task: a seeded generator of token-classification batches, with the gold partner position of
+// each relation for analysis. The dependency task (train/task_dependency.h) is the one task so
+// far; the trainer and the head analysis code against this interface.
+//
+// Reproducibility: batch k of a stream with seed s is generated from Rng::derive(s, k) alone, so
+// a stream is a pure function of (seed, index). A training run's data cursor is therefore just
+// the number of batches consumed (save it, restore it, and the stream continues exactly);
+// evaluation uses a separate fixed seed and indices 0..n-1, so every evaluation sees the same
+// sentences.
+//
+// Usage:
+//   std::unique_ptr<Task> task = make_task(config.task);      // throws on a bad task config
+//   Batch batch;                                               // reused: no allocation after
+//   for (int64_t step = cursor; step < steps; ++step) {        //   the first call
+//     task->generate(seed, step, batch_size, batch);           // training batch `step`
+//     ... batch.features[f] ([B*T] int32 ids), batch.labels ([B*T], kIgnoreIndex at BOS) ...
+//   }
+//   for (int64_t i = 0; i < eval_batches; ++i) task->generate(eval_seed, i, eval_bs, batch);
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace headlab {
+
+// The [task] table of a config (train/config/config.h holds the rest).
+struct TaskConfig {
+  std::string name;  // required
+  int64_t colours = 4;
+  std::vector<std::string> relations = {"PREV", "HEAD", "SEM"};
+  std::string embedding = "factored";
+};
+
+
+// Label value of positions that carry no label (BOS); skipped by the loss and by accuracy, as
+// PyTorch's CrossEntropyLoss(ignore_index=-100).
+inline constexpr int32_t kIgnoreIndex = -100;
+// Partner value of positions that have no partner (BOS itself).
+inline constexpr int32_t kNoPartner = -1;
+
+// One input feature: its name and the number of distinct ids (embedding rows).
+struct FeatureSpec {
+  std::string name;  // "category", "colour" or "token"
+  int64_t vocab = 0;
+};
+
+// A batch of B sequences of length T, every array flat and row-major over [B, T]
+// (index b * T + t). Buffers are resized on demand and reused across calls.
+struct Batch {
+  int64_t batch_size = 0;  // B
+  int64_t seq_len = 0;     // T
+  // features[f][b * T + t]: id of feature f (Task::features()[f]) at position t of sequence b,
+  // in [0, vocab_f).                                                       [F][B * T]
+  std::vector<std::vector<int32_t>> features;
+  // Class in [0, Task::num_classes()), or kIgnoreIndex.                    [B * T]
+  std::vector<int32_t> labels;
+  // partners[r][b * T + t]: position in [0, T) of the gold partner of relation r
+  // (Task::relations()[r]) of token t, or kNoPartner where t has none.     [R][B * T]
+  std::vector<std::vector<int32_t>> partners;
+
+  int64_t tokens() const { return batch_size * seq_len; }
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+
+  virtual std::string name() const = 0;
+  // T: every sequence has this length (no padding).
+  virtual int64_t seq_len() const = 0;
+  virtual int64_t num_classes() const = 0;
+  // The input features, in the order of Batch::features.
+  virtual const std::vector<FeatureSpec>& features() const = 0;
+  // Relation names, in the order of Batch::partners (and of the label's digits).
+  virtual const std::vector<std::string>& relations() const = 0;
+
+  // Fills `out` with batch `index` of the stream `seed`: a pure function of (seed, index,
+  // batch_size). Reuses out's buffers (no allocation when the sizes are unchanged). Throws
+  // headlab::Error if batch_size < 1 or index < 0.
+  virtual void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const = 0;
+};
+
+// The task named by config.name ("dependency"), built from its options. Throws headlab::Error
+// naming the task.* key for an unknown name or a bad option.
+std::unique_ptr<Task> make_task(const TaskConfig& config);
+
+}  // namespace headlab
