@@ -96,18 +96,6 @@ std::string relation_color(const std::string& name, int index) {
   return svg::palette(index + 4);
 }
 
-std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
-    if (!row.is_discarded() && row.is_object()) rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
 Curves read_curves(const std::vector<nlohmann::json>& rows,
                    const std::vector<std::string>& relations) {
   Curves c;

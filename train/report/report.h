@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/io/json.h"
 #include "train/io/npy.h"
 
 namespace headlab {
@@ -60,9 +61,6 @@ Curves read_curves(const std::vector<nlohmann::json>& rows,
                    const std::vector<std::string>& relations);
 // The first evaluation step with accuracy >= threshold; -1 if none.
 double steps_to(const Curves& curves, double threshold = 0.95);
-
-// Reads metrics.jsonl (one JSON object per line; lines that do not parse are skipped).
-std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 
 // Sweep report: the table of sweep.json's runs grouped by their values (mean and spread over
 // seeds of eval accuracy, steps to 95%, s_match, n_claimed, train seconds), eval-accuracy

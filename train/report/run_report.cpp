@@ -20,20 +20,11 @@ using namespace report_parts;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  json doc = json::parse(in, nullptr, false);
-  if (doc.is_discarded()) fail("report: {} is not valid JSON", path.string());
-  return doc;
-}
+// The run's own files, or null / "" where a file is absent (its section then says so).
+json optional_json(const fs::path& path) { return read_json_file_if_present(path).value_or(nullptr); }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string optional_text(const fs::path& path) {
+  return fs::exists(fs::symlink_status(path)) ? read_file(path, kMaxJsonFileBytes) : "";
 }
 
 std::string summary_section(const RunFiles& f, const Heads& h, const Curves& c) {
@@ -331,13 +322,13 @@ RunFiles load_run_files(const fs::path& run_dir) {
   f.name = fs::absolute(run_dir).lexically_normal().filename().string();
   if (f.name.empty())
     f.name = fs::absolute(run_dir).lexically_normal().parent_path().filename().string();
-  f.heads = read_json_file(run_dir / "heads.json");
-  f.tokens = read_json_file(run_dir / "attention_tokens.json");
+  f.heads = optional_json(run_dir / "heads.json");
+  f.tokens = optional_json(run_dir / "attention_tokens.json");
   if (fs::exists(run_dir / "attention.npy"))
     f.attention = read_npy((run_dir / "attention.npy").string());
   f.metrics = read_jsonl(run_dir / "metrics.jsonl");
-  f.summary = read_json_file(run_dir / "summary.json");
-  f.config_toml = read_text(run_dir / "config.resolved.toml");
+  f.summary = optional_json(run_dir / "summary.json");
+  f.config_toml = optional_text(run_dir / "config.resolved.toml");
   return f;
 }
 

@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "train/io/files.h"
+#include "train/io/json.h"
 #include "train/io/safetensors.h"
 
 namespace headlab {
@@ -26,7 +27,6 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMaxTextBytes = 64ull << 20;  // state.json, config.resolved.toml
-constexpr int kMaxJsonDepth = 64;                 // state.json nesting
 constexpr const char* kTmpPrefix = ".tmp-";
 constexpr const char* kTrashPrefix = ".trash-";
 constexpr const char* kFiles[] = {"state.json", "model.safetensors", "optimizer.safetensors",
@@ -286,20 +286,7 @@ CheckpointData load_checkpoint_dir(const fs::path& dir) {
 
   const fs::path state_path = dir / "state.json";
   const std::string where = state_path.string();
-  json state;
-  // Deep nesting is refused while parsing: copying or printing a deep value recurses.
-  const auto depth_limit = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxJsonDepth) fail("{}: nests deeper than {} levels", where, kMaxJsonDepth);
-    return true;
-  };
-  try {
-    state = json::parse(read_file(state_path, kMaxTextBytes), depth_limit);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
-    std::string what = e.what();
-    if (const auto at = what.find("] "); at != what.npos) what = what.substr(at + 2);
-    fail("{}: not valid JSON: {}", where, what);
-  }
-  if (!state.is_object()) fail("{}: expected a JSON object, got {}", where, state.type_name());
+  const json state = read_json_file(state_path, kMaxTextBytes);
   const int64_t version = get_int(state, "format_version", where);
   if (version > kCheckpointFormatVersion)
     fail(

@@ -9,6 +9,7 @@
 #include "core/threads.h"
 #include "train/run/checkpoint.h"
 #include "train/io/files.h"
+#include "train/io/json.h"
 
 namespace headlab {
 
@@ -53,24 +54,18 @@ MetricsWriter::MetricsWriter(std::filesystem::path path, int64_t keep_through)
     : path_(std::move(path)) {
   std::string kept;
   if (keep_through >= 0 && std::filesystem::exists(path_)) {
-    std::istringstream in(read_file(path_, uint64_t{1} << 32));
-    std::string line;
-    while (std::getline(in, line)) {
-      const json row = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      // A torn last line of a crashed session (or an edited one) is dropped, never trusted.
-      const auto field = [&](const char* key) {
-        return row.is_object() ? row.find(key) : row.end();
-      };
-      const auto step_it = field("step");
-      if (step_it == row.end() || !step_it->is_number_integer()) continue;
+    // A torn last line of a crashed session (or an edited one) is dropped, never trusted.
+    for_each_jsonl_row(path_, uint64_t{1} << 32, [&](std::string_view line, const json& row) {
+      const auto step_it = row.find("step");
+      if (step_it == row.end() || !step_it->is_number_integer()) return;
       const int64_t step = step_it->get<int64_t>();
-      if (step > keep_through) continue;
-      kept += line + "\n";
-      const auto eval_it = field("eval"), accuracy_it = field("accuracy");
+      if (step > keep_through) return;
+      kept.append(line).append("\n");
+      const auto eval_it = row.find("eval"), accuracy_it = row.find("accuracy");
       if (eval_it != row.end() && *eval_it == true && accuracy_it != row.end() &&
           accuracy_it->is_number())
         evals_.emplace_back(step, accuracy_it->get<double>());
-    }
+    });
   }
   write_file_atomic(path_, kept);
   out_.open(path_, std::ios::app | std::ios::binary);

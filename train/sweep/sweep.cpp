@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "train/config/config.h"
 #include "train/io/files.h"
+#include "train/io/json.h"
 #include "train/report/report.h"
 #include "train/run/run_dir.h"
 
@@ -37,18 +38,15 @@ json value_json(const std::string& text) {
   return v.is_discarded() ? json(text) : v;
 }
 
+// A run file, or null with the reason in `error` (a sweep reports a broken run, never fails).
 json read_json(const fs::path& path, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
+  try {
+    if (std::optional<json> doc = read_json_file_if_present(path)) return *doc;
     error = fmt::format("{} is missing", path.filename().string());
-    return nullptr;
+  } catch (const Error& e) {
+    error = e.what();
   }
-  json doc = json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    error = fmt::format("{} is not a JSON object", path.filename().string());
-    return nullptr;
-  }
-  return doc;
+  return nullptr;
 }
 
 std::string csv_field(const std::string& s) {
