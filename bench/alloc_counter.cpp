@@ -33,18 +33,28 @@ void* counted_or_throw(std::size_t size, std::size_t alignment) {
 
 }  // namespace
 
-int64_t headlab::bench::operator_new_calls() { return g_calls.load(std::memory_order_relaxed); }
+int64_t headlab::bench::operator_new_calls() {
+  return g_calls.load(std::memory_order_relaxed);
+}
 
-void* operator new(std::size_t n) { return counted_or_throw(n, 0); }
-void* operator new[](std::size_t n) { return counted_or_throw(n, 0); }
+void* operator new(std::size_t n) {
+  return counted_or_throw(n, 0);
+}
+void* operator new[](std::size_t n) {
+  return counted_or_throw(n, 0);
+}
 void* operator new(std::size_t n, std::align_val_t a) {
   return counted_or_throw(n, static_cast<std::size_t>(a));
 }
 void* operator new[](std::size_t n, std::align_val_t a) {
   return counted_or_throw(n, static_cast<std::size_t>(a));
 }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted(n, 0);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return counted(n, 0);
+}
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   return counted(n, static_cast<std::size_t>(a));
 }
@@ -52,17 +62,39 @@ void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) n
   return counted(n, static_cast<std::size_t>(a));
 }
 
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   std::free(p);
 }

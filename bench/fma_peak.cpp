@@ -44,8 +44,12 @@ __attribute__((target("avx2,fma"))) double fma_flops_avx2(int64_t iters) {
 
 using FmaKernel = double (*)(int64_t);
 
-bool has_avx512() { return __builtin_cpu_supports("avx512f"); }
-bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f");
+}
+bool has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -80,8 +84,7 @@ std::vector<FmaPeak> fma_peaks(const std::vector<int>& threads) {
   for (int t : threads) {
     if (has_avx512())
       peaks.push_back({"avx512f", t, fma_gflops(fma_flops_avx512, t, 3, 10'000'000)});
-    if (has_avx2())
-      peaks.push_back({"avx2+fma", t, fma_gflops(fma_flops_avx2, t, 3, 10'000'000)});
+    if (has_avx2()) peaks.push_back({"avx2+fma", t, fma_gflops(fma_flops_avx2, t, 3, 10'000'000)});
   }
   return peaks;
 }

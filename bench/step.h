@@ -1,6 +1,7 @@
 #pragma once
-// The training-step benchmark of `headlab bench --preset S|M|L`: times the training step of exactly the encoder that
-// bench/torch_reference.py (the PyTorch reference) builds, so the two can be compared:
+// The training-step benchmark of `headlab bench --preset S|M|L`: times the training step of exactly
+// the encoder that bench/torch_reference.py (the PyTorch reference) builds, so the two can be
+// compared:
 //
 //   token embedding (vocab 32, N(0, 1)) + learned positions (N(0, 0.02)) -> layers x post-norm
 //   EncoderLayer [MHA, residual, LayerNorm, FFN 4x ReLU, residual, LayerNorm] (no dropout)

@@ -100,5 +100,8 @@ std::string bar_chart(std::span<const Bar> bars, const BarChartOptions& options)
 
 // Tick positions for [lo, hi]: about `count` round numbers (1, 2, 5 x 10^k) inside it.
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);
+// A tick label with as many decimals as the tick step needs (0.25 -> 2, 0.2 -> 1, 50 -> 0);
+// exponent form for very large or small values.
+std::string tick_text(double value, double step);
 
 }  // namespace headlab::svg

@@ -92,49 +92,63 @@ svg::Series mean_curve(const std::vector<SweepRunData>& data, const Group& g) {
   return s;
 }
 
-}  // namespace
+// One table row per setting: mean and spread over its seeds.
+std::string table_row(const json& runs, const Group& g) {
+  const Stats acc = stats(field(runs, g.runs, "eval_accuracy"));
+  const Stats s95 = stats(field(runs, g.runs, "steps_to_95"));
+  const Stats sm = stats(field(runs, g.runs, "s_match"));
+  const Stats sx = stats(field(runs, g.runs, "s_max"));
+  const Stats nc = stats(field(runs, g.runs, "n_claimed"));
+  const Stats ts = stats(field(runs, g.runs, "train_seconds"));
+  const std::vector<double> dk = field(runs, g.runs, "d_k");
+  size_t ok = 0;
+  for (size_t i : g.runs) ok += runs[i].value("ok", false) ? 1 : 0;
+  const std::string range =
+      acc.n ? fmt::format("{:.3f} &ndash; {:.3f}", acc.lo, acc.hi) : std::string("-");
+  const std::string steps = s95.n == 0        ? std::string("never")
+                            : s95.hi > s95.lo ? fmt::format("{:.0f} &ndash; {:.0f}", s95.lo, s95.hi)
+                                              : fmt::format("{:.0f}", s95.lo);
+  const std::string claimed = nc.n == 0        ? std::string("-")
+                              : nc.lo == nc.hi ? fmt::format("{:.0f}", nc.lo)
+                                               : fmt::format("{:.0f}&ndash;{:.0f}", nc.lo, nc.hi);
+  return fmt::format(
+      "<tr><td class=\"l\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{} of "
+      "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+      svg::escape(g.label), dk.empty() || dk[0] <= 0 ? "-" : fmt::format("{}", dk[0]), ok,
+      g.runs.size(), mean_sd(acc, 3), range, s95.n, ok, steps, mean_sd(sm, 2), mean_sd(sx, 2),
+      claimed, ts.n ? fmt::format("{:.1f}", ts.mean) : "-");
+}
 
-std::string render_sweep_report(const json& sweep, const std::vector<SweepRunData>& data) {
-  const json runs = sweep.value("runs", json::array());
-  const std::vector<Group> groups = group_runs(sweep);
-  std::string over;
-  for (const json& k : sweep.value("over", json::array()))
-    over += (over.empty() ? "" : ", ") + k.get<std::string>();
-
-  // Table.
+std::string table_section(const json& runs, const std::vector<Group>& groups) {
   std::string table =
       "<table><tr><th class=\"l\">setting</th><th>d_k</th><th>runs</th><th>eval accuracy</th>"
       "<th>min &ndash; max</th><th>reached 95%</th><th>steps to 95%</th><th>s_match</th>"
       "<th>s_max</th><th>n_claimed</th><th>train s</th></tr>";
-  for (const Group& g : groups) {
-    const Stats acc = stats(field(runs, g.runs, "eval_accuracy"));
-    const Stats s95 = stats(field(runs, g.runs, "steps_to_95"));
-    const Stats sm = stats(field(runs, g.runs, "s_match"));
-    const Stats sx = stats(field(runs, g.runs, "s_max"));
-    const Stats nc = stats(field(runs, g.runs, "n_claimed"));
-    const Stats ts = stats(field(runs, g.runs, "train_seconds"));
-    const std::vector<double> dk = field(runs, g.runs, "d_k");
-    size_t ok = 0;
-    for (size_t i : g.runs) ok += runs[i].value("ok", false) ? 1 : 0;
-    table += fmt::format(
-        "<tr><td class=\"l\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{} of "
-        "{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        svg::escape(g.label), dk.empty() || dk[0] <= 0 ? "-" : fmt::format("{}", dk[0]), ok,
-        g.runs.size(), mean_sd(acc, 3),
-        acc.n ? fmt::format("{:.3f} &ndash; {:.3f}", acc.lo, acc.hi) : "-", s95.n, ok,
-        s95.n == 0 ? "never"
-                   : (s95.hi > s95.lo ? fmt::format("{:.0f} &ndash; {:.0f}", s95.lo, s95.hi)
-                                      : fmt::format("{:.0f}", s95.lo)),
-        mean_sd(sm, 2), mean_sd(sx, 2),
-        nc.n == 0 ? "-"
-                  : (nc.lo == nc.hi ? fmt::format("{:.0f}", nc.lo)
-                                    : fmt::format("{:.0f}&ndash;{:.0f}", nc.lo, nc.hi)),
-        ts.n ? fmt::format("{:.1f}", ts.mean) : "-");
-  }
-  table += "</table>";
+  for (const Group& g : groups) table += table_row(runs, g);
+  return "<section id=\"table\"><h2>Results</h2><p class=\"lede\">Mean &plusmn; sample "
+         "standard deviation over seeds. Steps to 95%: the first evaluation at or above 0.95 "
+         "accuracy, over the seeds that got there. s_match: mean over relations of the attention "
+         "mass that the best one-to-one assignment of relations to heads puts on the gold "
+         "partners.</p>" +
+         table + "</table></section>\n";
+}
 
-  // Curves: seed means on one chart, then one chart per group with every seed.
+svg::LineChartOptions accuracy_chart(std::string title, int width, int height) {
+  svg::LineChartOptions o;
+  o.title = std::move(title);
+  o.x_label = "step";
+  o.y_label = "eval accuracy";
+  o.width = width;
+  o.height = height;
+  o.y_min = 0.0;
+  o.y_max = 1.0;
+  o.reference_y = 0.95;
+  return o;
+}
+
+// Seed means of every setting on one chart, then one chart per setting with every seed.
+std::string curves_section(const json& runs, const std::vector<Group>& groups,
+                           const std::vector<SweepRunData>& data) {
   std::vector<svg::Series> means;
   std::string small;
   for (size_t k = 0; k < groups.size(); ++k) {
@@ -152,28 +166,28 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
       s.y = data[i].curves.eval_accuracy;
       seeds.push_back(s);
     }
-    svg::LineChartOptions o;
-    o.title = groups[k].label;
-    o.x_label = "step";
-    o.y_label = "eval accuracy";
-    o.width = 300;
-    o.height = 210;
-    o.y_min = 0.0;
-    o.y_max = 1.0;
-    o.reference_y = 0.95;
-    small += "<figure class=\"figure\">" + svg::line_chart(seeds, o) + "</figure>";
+    small += "<figure class=\"figure\">" +
+             svg::line_chart(seeds, accuracy_chart(groups[k].label, 300, 210)) + "</figure>";
   }
-  svg::LineChartOptions mo;
-  mo.title = "Eval accuracy, mean over seeds";
-  mo.x_label = "step";
-  mo.y_label = "eval accuracy";
-  mo.width = 560;
-  mo.height = 320;
-  mo.y_min = 0.0;
-  mo.y_max = 1.0;
-  mo.reference_y = 0.95;
+  return "<section id=\"curves\"><h2>Accuracy curves</h2><div class=\"row\"><figure "
+         "class=\"figure\">" +
+         svg::line_chart(means, accuracy_chart("Eval accuracy, mean over seeds", 560, 320)) +
+         "</figure></div><div class=\"row\">" + small + "</div></section>\n";
+}
 
-  // Specialization per group: seeds as dots, the mean as a line.
+svg::Series series(const char* name, const char* color, bool line, double opacity = 1.0) {
+  svg::Series s;
+  s.name = name;
+  s.color = color;
+  s.line = line;
+  s.markers = line;
+  s.opacity = opacity;
+  return s;
+}
+
+// s_match and s_max, and n_claimed, per setting: each seed a dot, the mean a line.
+std::string specialization_charts(const json& runs, const std::vector<Group>& groups,
+                                  const std::string& over) {
   svg::LineChartOptions so;
   so.title = "Specialization (s_match; s_max dashed)";
   so.x_label = over;
@@ -182,28 +196,14 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
   so.height = 320;
   so.y_min = 0.0;
   so.y_max = 1.0;
-  svg::LineChartOptions no = so;
-  no.title = "Relations claimed by distinct heads (n_claimed)";
-  no.y_label = "n_claimed";
-  no.y_max = std::nullopt;
-  svg::Series sm_mean, sx_mean, sm_dots, nc_mean, nc_dots;
-  sm_mean.name = "s_match (mean)";
-  sm_mean.color = "#2f5d9e";
-  sm_mean.markers = true;
-  sx_mean.name = "s_max (mean)";
-  sx_mean.color = "#9aa3ad";
+  svg::Series sm_mean = series("s_match (mean)", "#2f5d9e", true);
+  svg::Series sx_mean = series("s_max (mean)", "#9aa3ad", true);
+  sx_mean.markers = false;
   sx_mean.dashed = true;
-  sm_dots.name = "s_match (each seed)";
-  sm_dots.color = "#2f5d9e";
-  sm_dots.line = false;
-  sm_dots.opacity = 0.45;
-  nc_mean.name = "n_claimed (mean)";
-  nc_mean.color = "#2e9e44";
-  nc_mean.markers = true;
-  nc_dots.name = "each seed";
-  nc_dots.color = "#2e9e44";
-  nc_dots.line = false;
-  nc_dots.opacity = 0.45;
+  svg::Series sm_dots = series("s_match (each seed)", "#2f5d9e", false, 0.45);
+  svg::Series nc_mean = series("n_claimed (mean)", "#2e9e44", true);
+  svg::Series nc_dots = series("each seed", "#2e9e44", false, 0.45);
+  double max_claimed = 1;
   for (size_t k = 0; k < groups.size(); ++k) {
     const double x = static_cast<double>(k);
     std::string tick;
@@ -213,56 +213,64 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
     const std::vector<double> sm = field(runs, groups[k].runs, "s_match");
     const std::vector<double> nc = field(runs, groups[k].runs, "n_claimed");
     for (double v : sm) sm_dots.x.push_back(x), sm_dots.y.push_back(v);
-    for (double v : nc) nc_dots.x.push_back(x), nc_dots.y.push_back(v);
+    for (double v : nc)
+      nc_dots.x.push_back(x), nc_dots.y.push_back(v), max_claimed = std::max(max_claimed, v);
     if (!sm.empty()) sm_mean.x.push_back(x), sm_mean.y.push_back(stats(sm).mean);
     if (!nc.empty()) nc_mean.x.push_back(x), nc_mean.y.push_back(stats(nc).mean);
     const Stats sx = stats(field(runs, groups[k].runs, "s_max"));
     if (sx.n) sx_mean.x.push_back(x), sx_mean.y.push_back(sx.mean);
   }
-  no.x_ticks = so.x_ticks;
-  double max_claimed = 1;
-  for (double v : nc_dots.y) max_claimed = std::max(max_claimed, v);
+  svg::LineChartOptions no = so;
+  no.title = "Relations claimed by distinct heads (n_claimed)";
+  no.y_label = "n_claimed";
   no.y_max = max_claimed + 0.5;
   const std::vector<svg::Series> spec_series = {sm_mean, sx_mean, sm_dots};
   const std::vector<svg::Series> claim_series = {nc_mean, nc_dots};
+  return "<figure class=\"figure\">" + svg::line_chart(spec_series, so) +
+         "</figure><figure class=\"figure\">" + svg::line_chart(claim_series, no) + "</figure>";
+}
 
-  // The head x relation matrix of each group's first finished run.
-  std::string matrices;
+// The head x relation matrix of each setting's first finished run.
+std::string matrices(const json& runs, const std::vector<Group>& groups,
+                     const std::vector<SweepRunData>& data) {
+  std::string out;
   for (const Group& g : groups) {
     for (size_t i : g.runs) {
       if (!data[i].heads.is_object()) continue;
       const std::string svg_text = mass_matrix_svg(
           data[i].heads, fmt::format("{} (seed {})", g.label, runs[i].value("seed", 0)), 34);
-      if (!svg_text.empty()) matrices += "<figure class=\"figure\">" + svg_text + "</figure>";
+      if (!svg_text.empty()) out += "<figure class=\"figure\">" + svg_text + "</figure>";
       break;
     }
   }
+  return out;
+}
 
+std::string specialization_section(const json& runs, const std::vector<Group>& groups,
+                                   const std::vector<SweepRunData>& data, const std::string& over) {
+  return "<section id=\"specialization\"><h2>Specialization</h2><div class=\"row\">" +
+         specialization_charts(runs, groups, over) +
+         "</div><p class=\"lede\">The head x relation mass matrix of one run per setting "
+         "(arrows: the relation assigned to each head).</p><div class=\"row\">" +
+         matrices(runs, groups, data) + "</div></section>\n";
+}
+
+}  // namespace
+
+std::string render_sweep_report(const json& sweep, const std::vector<SweepRunData>& data) {
+  const json runs = sweep.value("runs", json::array());
+  const std::vector<Group> groups = group_runs(sweep);
+  std::string over;
+  for (const json& k : sweep.value("over", json::array()))
+    over += (over.empty() ? "" : ", ") + k.get<std::string>();
   std::string body =
       "<header class=\"top\"><h1>headlab sweep over " + svg::escape(over) + "</h1><p>" +
       svg::escape(fmt::format("{} runs of {} ({} seeds per setting)", runs.size(),
                               sweep.value("config", std::string("?")), sweep.value("seeds", 0))) +
       ". Same d_model in every run; more heads means narrower heads.</p></header>\n";
-  body +=
-      "<section id=\"table\"><h2>Results</h2><p class=\"lede\">Mean &plusmn; sample standard "
-      "deviation over seeds. Steps to 95%: the first evaluation at or above 0.95 accuracy, over "
-      "the seeds that got there. s_match: mean over relations of the attention mass that the best "
-      "one-to-one assignment of relations to heads puts on the gold partners.</p>" +
-      table + "</section>\n";
-  body +=
-      "<section id=\"curves\"><h2>Accuracy curves</h2><div class=\"row\"><figure "
-      "class=\"figure\">" +
-      svg::line_chart(means, mo) + "</figure></div><div class=\"row\">" + small +
-      "</div></section>\n";
-  body +=
-      "<section id=\"specialization\"><h2>Specialization</h2><div class=\"row\"><figure "
-      "class=\"figure\">" +
-      svg::line_chart(spec_series, so) + "</figure><figure class=\"figure\">" +
-      svg::line_chart(claim_series, no) +
-      "</figure></div><p class=\"lede\">The head x relation "
-      "mass matrix of one run per setting (arrows: the relation assigned to each head).</p>"
-      "<div class=\"row\">" +
-      matrices + "</div></section>\n";
+  body += table_section(runs, groups);
+  body += curves_section(runs, groups, data);
+  body += specialization_section(runs, groups, data, over);
   body += "<footer>Written by headlab " HEADLAB_VERSION
           ". Every run's own report is report.html in its directory.</footer>";
   return html_page("headlab sweep over " + over, body);

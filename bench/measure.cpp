@@ -1,0 +1,291 @@
+// The measuring half of `headlab bench --preset` (see bench/measure.h).
+
+#include "bench/measure.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "bench/alloc_counter.h"
+#include "bench/fma_peak.h"
+#include "core/kernels.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+
+namespace headlab::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Python's statistics.quantiles(data, n=10) (method "exclusive"), so p10/p90 mean the same as
+// in the reference. `sorted` has at least 2 values.
+double decile(const std::vector<double>& sorted, int i) {
+  const int64_t ld = static_cast<int64_t>(sorted.size()), m = ld + 1, n = 10;
+  int64_t j = i * m / n;
+  j = std::clamp<int64_t>(j, 1, ld - 1);
+  const int64_t delta = i * m - j * n;
+  return (sorted[j - 1] * static_cast<double>(n - delta) + sorted[j] * static_cast<double>(delta)) /
+         static_cast<double>(n);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Other processes' CPU time during an interval: the machine's busy time (from /proc/stat) minus
+// this process's CPU time, as the reference measures it. A step is clean when that is below one
+// clock tick.
+class ContentionMonitor {
+ public:
+  ContentionMonitor()
+      : fd_(::open("/proc/stat", O_RDONLY | O_CLOEXEC)), hz_(sysconf(_SC_CLK_TCK)) {}
+  ~ContentionMonitor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ContentionMonitor(const ContentionMonitor&) = delete;
+  ContentionMonitor& operator=(const ContentionMonitor&) = delete;
+
+  // Busy seconds of the machine minus this process's CPU seconds, so far.
+  double foreign_now() const { return busy_seconds() - own_cpu_seconds(); }
+  double tick() const { return 1.0 / static_cast<double>(hz_); }
+  bool available() const { return fd_ >= 0; }
+
+ private:
+  double busy_seconds() const {
+    if (fd_ < 0) return 0.0;
+    char buf[512];
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    if (n <= 0) return 0.0;
+    buf[n] = '\0';
+    // "cpu  user nice system idle iowait irq softirq steal ..."
+    unsigned long long v[8] = {};
+    if (std::sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                    &v[4], &v[5], &v[6], &v[7]) != 8)
+      return 0.0;
+    unsigned long long busy = 0;
+    for (int i = 0; i < 8; ++i)
+      if (i != 3 && i != 4) busy += v[i];
+    return static_cast<double>(busy) / static_cast<double>(hz_);
+  }
+  static double own_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+
+  int fd_;
+  long hz_;
+};
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Floats a GEMM operand spans: `batch` items `stride` apart, each `rows` rows `ld` apart of
+// `cols` values.
+int64_t operand_extent(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
+  if (batch == 0 || rows == 0 || cols == 0) return 0;
+  return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+using GemmKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, float, float, int64_t, int64_t,
+                           int64_t, int64_t, int64_t, int64_t, int64_t>;
+GemmKey key_of(const GemmDesc& g) {
+  const GemmDesc d = g.resolved();
+  return {d.trans_a, d.trans_b, d.m,   d.n,     d.k,        d.alpha,    d.beta,
+          d.lda,     d.ldb,     d.ldc, d.batch, d.stride_a, d.stride_b, d.stride_c};
+}
+
+struct GemmOnly {
+  double ms = 0.0;
+  int64_t calls = 0;
+  json shapes = json::array();  // per distinct descriptor: count and median us per call
+};
+
+// Times every distinct descriptor of `descs` on the active backend (median of `reps` timed
+// batches after a warm-up call) and sums count x median. Operands are shared buffers of small
+// values (beta = 1 accumulation stays finite).
+GemmOnly time_gemms(const std::vector<GemmDesc>& descs, int reps) {
+  std::map<GemmKey, std::pair<GemmDesc, int64_t>> distinct;
+  int64_t max_a = 1, max_b = 1, max_c = 1;
+  for (const GemmDesc& g : descs) {
+    auto [it, fresh] = distinct.try_emplace(key_of(g), g, 0);
+    ++it->second.second;
+    const GemmDesc d = g.resolved();
+    max_a = std::max(max_a, operand_extent(d.batch, d.stride_a, d.trans_a ? d.k : d.m,
+                                           d.trans_a ? d.m : d.k, d.lda));
+    max_b = std::max(max_b, operand_extent(d.batch, d.stride_b, d.trans_b ? d.n : d.k,
+                                           d.trans_b ? d.k : d.n, d.ldb));
+    max_c = std::max(max_c, operand_extent(d.batch, d.stride_c, d.m, d.n, d.ldc));
+  }
+  auto filled = [](int64_t n) {
+    Tensor t = Tensor::empty({n});
+    for (int64_t i = 0; i < n; ++i) t[i] = static_cast<float>((i * 7919) % 97) * 1e-4f - 0.005f;
+    return t;
+  };
+  Tensor a = filled(max_a), b = filled(max_b), c = filled(max_c);
+  const Kernels& k = kernels();
+  GemmOnly out;
+  for (const auto& [key, entry] : distinct) {
+    const auto& [d, count] = entry;
+    k.gemm(d, a.data(), b.data(), c.data());  // creates a cached primitive
+    // Enough calls per timed batch to last ~2 ms, so the clock's resolution does not matter.
+    const auto t0 = Clock::now();
+    k.gemm(d, a.data(), b.data(), c.data());
+    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(2e-3 / (once + 1e-9)), 1, 1000);
+    std::vector<double> per_call;
+    for (int r = 0; r < reps; ++r) {
+      const auto s0 = Clock::now();
+      for (int64_t i = 0; i < iters; ++i) k.gemm(d, a.data(), b.data(), c.data());
+      per_call.push_back(std::chrono::duration<double>(Clock::now() - s0).count() /
+                         static_cast<double>(iters));
+    }
+    const double s = median(per_call);
+    out.ms += 1e3 * s * static_cast<double>(count);
+    out.calls += count;
+    const GemmDesc r = d.resolved();
+    out.shapes.push_back(
+        {{"m", r.m},
+         {"n", r.n},
+         {"k", r.k},
+         {"batch", r.batch},
+         {"trans_a", r.trans_a},
+         {"trans_b", r.trans_b},
+         {"beta", r.beta},
+         {"lda", r.lda},
+         {"ldb", r.ldb},
+         {"ldc", r.ldc},
+         {"count", count},
+         {"us_per_call", 1e6 * s},
+         {"gflops", 2.0 * static_cast<double>(r.m * r.n * r.k * r.batch) / s * 1e-9}});
+  }
+  return out;
+}
+
+struct Timed {
+  std::vector<double> ms, clean;  // every timed call, and those without foreign CPU use
+  double foreign_total = 0.0;
+};
+
+// Runs f `warmup` times untimed, then `count` times timed.
+template <class F>
+Timed time_calls(F&& f, int warmup, int count, const ContentionMonitor& monitor) {
+  for (int i = 0; i < warmup; ++i) f();
+  Timed t;
+  t.ms.reserve(static_cast<size_t>(count));
+  t.clean.reserve(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const double f0 = monitor.foreign_now();
+    const auto t0 = Clock::now();
+    f();
+    const double ms = ms_since(t0);
+    const double foreign = monitor.foreign_now() - f0;
+    t.ms.push_back(ms);
+    t.foreign_total += std::max(0.0, foreign);
+    if (foreign < monitor.tick()) t.clean.push_back(ms);
+  }
+  return t;
+}
+
+json median_or_null(const std::vector<double>& v) {
+  return v.empty() ? json() : json(median(v));
+}
+
+}  // namespace
+
+json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
+  ContentionMonitor monitor;
+  float loss_first = 0.0f, loss_last = 0.0f;
+  bool first = true;
+  auto step = [&] {
+    loss_last = subject.train_step();
+    if (first) loss_first = loss_last, first = false;
+  };
+  // Allocations are counted over the timed steps only (the warm-up creates the caches).
+  for (int i = 0; i < o.warmup; ++i) step();
+  const int64_t new_before = operator_new_calls();
+  const size_t pool_before = storage_pool_stats().heap_allocations;
+  const Timed train = time_calls(step, 0, o.steps, monitor);
+  const int64_t new_calls = operator_new_calls() - new_before;
+  const size_t pool_allocs = storage_pool_stats().heap_allocations - pool_before;
+  Timed infer;
+  {
+    NoGradGuard no_grad;
+    subject.set_training(false);
+    infer = time_calls(subject.forward, o.warmup, o.steps, monitor);
+    subject.set_training(true);
+  }
+  const double rss_mb = peak_rss_mb();
+
+  std::vector<GemmDesc> descs;  // GEMM-only: the descriptors of one more step, each timed alone
+  record_gemms(&descs);
+  subject.train_step();
+  record_gemms(nullptr);
+  const GemmOnly gemm = time_gemms(descs, 5);
+
+  std::vector<double> sorted = train.ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = median(train.ms), infer_med = median(infer.ms);
+  double mean = 0.0;
+  for (double t : train.ms) mean += t / static_cast<double>(train.ms.size());
+  const double per_step = 1.0 / static_cast<double>(o.steps);
+  const double fwd = subject.forward_flops, train_flops = 3.0 * fwd;
+  const double peak = fma_peak_gflops_per_core();
+  const double achieved = train_flops / (med * 1e-3) * 1e-9;
+  return {
+      {"threads", o.threads},
+      {"steps", o.steps},
+      {"warmup", o.warmup},
+      {"train_step_ms_median", med},
+      {"train_step_ms_mean", mean},
+      {"train_step_ms_p10", decile(sorted, 1)},
+      {"train_step_ms_p90", decile(sorted, 9)},
+      {"train_step_ms_min", sorted.front()},
+      {"steps_clean", train.clean.size()},
+      {"train_step_ms_median_clean", median_or_null(train.clean)},
+      {"foreign_cpu_s_during_train", train.foreign_total},
+      {"infer_fwd_ms_median", infer_med},
+      {"infer_steps_clean", infer.clean.size()},
+      {"infer_fwd_ms_median_clean", median_or_null(infer.clean)},
+      {"fwd_matmul_flops", fwd},
+      {"train_flops_approx", train_flops},
+      {"achieved_gflops", achieved},
+      {"fma_peak_gflops_per_core", peak},
+      {"fraction_of_fma_peak", peak > 0 ? achieved / (peak * o.threads) : 0.0},
+      {"infer_gflops_per_s", fwd / (infer_med * 1e-3) * 1e-9},
+      {"gemm_only_ms", gemm.ms},
+      {"gemm_calls_per_step", gemm.calls},
+      {"step_over_gemm_only", gemm.ms > 0 ? med / gemm.ms : 0.0},
+      {"gemm_shapes", gemm.shapes},
+      {"peak_rss_mb", rss_mb},
+      {"allocations_per_step",
+       static_cast<double>(new_calls + static_cast<int64_t>(pool_allocs)) * per_step},
+      {"operator_new_per_step", static_cast<double>(new_calls) * per_step},
+      {"pool_heap_allocations_per_step", static_cast<double>(pool_allocs) * per_step},
+      {"contention_monitor", monitor.available()},
+      {"loss_first", loss_first},
+      {"loss_last", loss_last},
+  };
+}
+
+}  // namespace headlab::bench
