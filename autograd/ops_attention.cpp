@@ -8,7 +8,7 @@
 #include "autograd/tape.h"
 #include "core/elementwise.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 

@@ -16,7 +16,7 @@
 #include "autograd/ops_internal.h"
 #include "autograd/tape.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 namespace {

@@ -6,7 +6,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 namespace {

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 #include "train/cli/bench_step.h"

@@ -21,7 +21,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/storage.h"
 #include "core/tensor.h"

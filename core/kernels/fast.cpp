@@ -1,4 +1,4 @@
-// Vectorized fused kernels (see fast_kernels.h). Each body is an always-inline template compiled
+// Vectorized fused kernels (see fast.h). Each body is an always-inline template compiled
 // twice: inside an AVX-512 wrapper (x86-64-v4, 512-bit vectors preferred) and a portable one;
 // GCC vectorizes the inner `omp simd` loops for the wrapper's ISA after inlining.
 //
@@ -7,7 +7,7 @@
 // rows / kRowBlock + kRowBlock instead of rows. Sums along a row (LayerNorm statistics, at most
 // a few thousand values) accumulate in fp32 vector lanes.
 
-#include "core/fast_kernels.h"
+#include "core/kernels/fast.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,13 +1,13 @@
 // oneDNN backend: matmul, softmax, log-softmax, layer normalization and eltwise primitives
-// (oneDNN 2.x operation-descriptor API), cached per shape in core/onednn_cache.h.
+// (oneDNN 2.x operation-descriptor API), cached per shape in core/kernels/onednn_cache.h.
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 
-#include "core/kernels_backends.h"
-#include "core/onednn_cache.h"
+#include "core/kernels/backends.h"
+#include "core/kernels/onednn_cache.h"
 
 namespace headlab {
 namespace {

@@ -1,10 +1,10 @@
 // gemm_bias_act on oneDNN: one matmul primitive with the bias as its bias argument and ReLU as
 // an eltwise post-op, so the epilogue costs no pass over C. Cached per shape like the backend's
-// other primitives (core/onednn_cache.h); the key's flag bits 8 and 9 keep these entries apart
+// other primitives (core/kernels/onednn_cache.h); the key's flag bits 8 and 9 keep these entries apart
 // from the plain matmul's (which uses bits 0 and 1 for the transposes).
 
-#include "core/kernels.h"
-#include "core/onednn_cache.h"
+#include "core/kernels/kernels.h"
+#include "core/kernels/onednn_cache.h"
 
 namespace headlab {
 

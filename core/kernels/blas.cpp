@@ -2,7 +2,7 @@
 
 #include <cblas.h>
 
-#include "core/kernels_backends.h"
+#include "core/kernels/backends.h"
 
 namespace headlab {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 

@@ -1,6 +1,6 @@
-// The fused kernels of the Kernels base class (see core/kernels.h): plain loops with double
-// accumulation for the reference backend, the vectorized loops of fast_kernels.h for blas and
-// onednn, and for onednn a matmul with its bias and ReLU fused (kernels_fused_onednn.cpp).
+// The fused kernels of the Kernels base class (see core/kernels/kernels.h): plain loops with double
+// accumulation for the reference backend, the vectorized loops of fast.h for blas and
+// onednn, and for onednn a matmul with its bias and ReLU fused (onednn_fused.cpp).
 
 #include <algorithm>
 #include <cmath>
@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/fast_kernels.h"
-#include "core/kernels.h"
+#include "core/kernels/fast.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 
-// Defined in kernels_fused_onednn.cpp.
+// Defined in onednn_fused.cpp.
 void onednn_gemm_bias_act(const GemmDesc& d, const float* a, const float* b, const float* bias,
                           bool relu, float* c);
 

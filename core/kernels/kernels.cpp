@@ -1,9 +1,9 @@
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 #include <atomic>
 
 #include "core/error.h"
-#include "core/kernels_backends.h"
+#include "core/kernels/backends.h"
 
 namespace headlab {
 namespace {

@@ -3,11 +3,11 @@
 // use kernels()). Each function has an AVX-512 build and a portable build of the same source;
 // the AVX-512 one runs where the CPU has it (checked once). Row-major fp32, no allocation
 // beyond pooled scratch, sizes of zero do nothing. Semantics as the Kernels methods of the same
-// name (core/kernels.h).
+// name (core/kernels/kernels.h).
 
 #include <cstdint>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab::fast {
 

@@ -3,7 +3,7 @@
 // as small register-blocked GEMMs on data that stays in L1, the masked softmax runs on each
 // score row in registers, and the outputs are written in their final layouts (no head-major
 // copies, no score round trips through memory beyond P, which backward needs). Two builds as in
-// fast_kernels.cpp: AVX-512 intrinsics, and portable loops; heads are shared among OpenMP
+// fast.cpp: AVX-512 intrinsics, and portable loops; heads are shared among OpenMP
 // threads when there is enough work.
 //
 // The products, for Q, K, V [T, d] (rows 3 h d apart in qkv), P, P' [T, T], dO [T, d]:
@@ -32,8 +32,8 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
-#include "core/fast_kernels.h"
-#include "core/kernels.h"
+#include "core/kernels/fast.h"
+#include "core/kernels/kernels.h"
 #include "core/tensor.h"
 
 namespace headlab::fast {

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 
@@ -19,7 +19,7 @@ class BlasKernels final : public Kernels {
   void gemm(const GemmDesc& d, const float* a, const float* b, float* c) const override;
 };
 
-// Every kernel on oneDNN primitives, created once per shape (core/onednn_cache.h).
+// Every kernel on oneDNN primitives, created once per shape (core/kernels/onednn_cache.h).
 class OneDnnKernels final : public Kernels {
  public:
   Backend backend() const override { return Backend::onednn; }

@@ -87,7 +87,7 @@ class Kernels {
   virtual void gelu_forward(const float* x, float* y, int64_t n) const;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const;
 
-  // ---- Fused kernels (core/kernels_fused.cpp): one pass where the composed ops take several.
+  // ---- Fused kernels (core/kernels/fused.cpp): one pass where the composed ops take several.
   // The base class implements them for every backend: plain loops with double accumulation for
   // the reference backend (the oracle in tests), vectorized loops for blas and onednn (onednn
   // also fuses gemm_bias_act's epilogue into its matmul). A backend may override them.
