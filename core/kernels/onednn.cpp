@@ -1,5 +1,5 @@
-// oneDNN backend: matmul, softmax, log-softmax, layer normalization and eltwise primitives
-// (oneDNN 2.x operation-descriptor API), cached per shape in core/kernels/onednn_cache.h.
+// The onednn flavour of FastKernels: matmul, softmax, log-softmax, layer normalization and
+// eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h.
 
 #include <algorithm>
 #include <array>
@@ -132,7 +132,7 @@ size_t onednn_cached_primitives() {
   return onednn::cache_size();
 }
 
-void OneDnnKernels::gemm(const GemmDesc& desc, const float* a, const float* b, float* c) const {
+void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b, float* c) const {
   GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;
   if (d.k == 0) return scale_only(d, c);

@@ -149,6 +149,12 @@ GemmKey key_of(const GemmDesc& g) {
           d.lda,     d.ldb,     d.ldc,   d.batch,    d.stride_a, d.stride_b, d.stride_c};
 }
 
+// Collects the descriptors of the products the kernels run (fused attention included).
+struct GemmRecorder final : GemmObserver {
+  std::vector<GemmDesc> descs;
+  void on_gemm(const GemmDesc& d) override { descs.push_back(d); }
+};
+
 struct GemmOnly {
   double ms = 0.0;
   int64_t calls = 0;
@@ -317,10 +323,11 @@ json run_step_bench(const StepBenchOptions& o, int threads_option) {
   const double rss_mb = peak_rss_mb();
 
   // GEMM-only: the descriptors of one more step, each timed alone.
-  std::vector<GemmDesc> descs;
-  record_gemms(&descs);
+  GemmRecorder recorder;
+  set_gemm_observer(&recorder);
   step();
-  record_gemms(nullptr);
+  set_gemm_observer(nullptr);
+  const std::vector<GemmDesc>& descs = recorder.descs;
   const GemmOnly gemm = time_gemms(descs, 5);
 
   std::vector<double> sorted = times;
