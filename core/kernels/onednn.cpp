@@ -126,6 +126,12 @@ Entry& eltwise_entry(Op op, dnnl::algorithm algo, int64_t n) {
   });
 }
 
+// Forward: {x, y}; backward: {x, dy, dx}.
+void eltwise(Op op, dnnl::algorithm algo, int64_t n, std::initializer_list<const void*> data) {
+  if (n == 0) return;
+  eltwise_entry(op, algo, n).execute(data);
+}
+
 }  // namespace
 
 size_t onednn_cached_primitives() {
@@ -273,23 +279,19 @@ void OneDnnKernels::layer_norm_backward(const float* x, const float* gamma, cons
 }
 
 void OneDnnKernels::relu_forward(const float* x, float* y, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_fwd, dnnl::algorithm::eltwise_relu, n).execute({x, y});
+  eltwise(Op::eltwise_fwd, dnnl::algorithm::eltwise_relu, n, {x, y});
 }
 
 void OneDnnKernels::relu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_bwd, dnnl::algorithm::eltwise_relu, n).execute({x, dy, dx});
+  eltwise(Op::eltwise_bwd, dnnl::algorithm::eltwise_relu, n, {x, dy, dx});
 }
 
 void OneDnnKernels::gelu_forward(const float* x, float* y, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_fwd, dnnl::algorithm::eltwise_gelu_erf, n).execute({x, y});
+  eltwise(Op::eltwise_fwd, dnnl::algorithm::eltwise_gelu_erf, n, {x, y});
 }
 
 void OneDnnKernels::gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_bwd, dnnl::algorithm::eltwise_gelu_erf, n).execute({x, dy, dx});
+  eltwise(Op::eltwise_bwd, dnnl::algorithm::eltwise_gelu_erf, n, {x, dy, dx});
 }
 
 }  // namespace headlab
