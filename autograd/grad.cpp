@@ -4,7 +4,9 @@
 
 namespace headlab::grad {
 
-bool wanted(const Var& v) { return v.defined() && v.requires_grad(); }
+bool wanted(const Var& v) {
+  return v.defined() && v.requires_grad();
+}
 
 Target target(const Var& v) {
   if (!wanted(v)) return {};
@@ -30,6 +32,8 @@ void add_gemm(const Var& v, GemmDesc d, const float* a, const float* b) {
   kernels().gemm(d, a, b, t.data);
 }
 
-void detail::add_to(const Target& g, const Tensor& c) { ew::axpy(c.data(), c.numel(), 1.0f, g.data); }
+void detail::add_to(const Target& g, const Tensor& c) {
+  ew::axpy(c.data(), c.numel(), 1.0f, g.data);
+}
 
 }  // namespace headlab::grad

@@ -51,7 +51,7 @@ void add_to(const Target& g, const Tensor& c);
 }  // namespace detail
 
 template <class Write>
-  requires std::invocable<Write&, Tensor&>
+requires std::invocable<Write&, Tensor&>
 void add(const Var& v, Write&& write) {
   const Target t = target(v);
   if (!t) return;

@@ -47,8 +47,8 @@ inline Tensor causal_mask_with_empty_row(int64_t t, int64_t s) {
 }
 
 // The default options (see gradcheck.h), except for the step where a case says otherwise.
-inline GradcheckResult check(uint64_t seed, const std::function<Var()>& f, const std::vector<Var>& wrt,
-                      double eps = GradcheckOptions{}.eps) {
+inline GradcheckResult check(uint64_t seed, const std::function<Var()>& f,
+                             const std::vector<Var>& wrt, double eps = GradcheckOptions{}.eps) {
   GradcheckOptions options;
   options.seed = seed * 0x9E3779B97F4A7C15ull + 1;  // projection independent of the inputs
   options.eps = eps;

@@ -59,9 +59,8 @@ Var eltwise_op(const char* op, const Var& x, EltwiseForward forward, EltwiseBack
   const int64_t n = x.numel();
   (kernels().*forward)(x.value().data(), out.value().data(), n);
   record(op, out, [x, n, backward](const Tensor& g) {
-    grad::add(x, [&](Tensor& dx) {
-      (kernels().*backward)(x.value().data(), g.data(), dx.data(), n);
-    });
+    grad::add(x,
+              [&](Tensor& dx) { (kernels().*backward)(x.value().data(), g.data(), dx.data(), n); });
   });
   return out;
 }
@@ -87,9 +86,8 @@ Var mul(const Var& a, const Var& b) {
 
   record(kOp, out, [a, b, n, nb](const Tensor& g) {
     // a and b may be the same Var (x * x): each adds its own term, giving 2 x g.
-    grad::add(a, [&](Tensor& da) {
-      ew::mul_broadcast(g.data(), n, b.value().data(), nb, da.data());
-    });
+    grad::add(a,
+              [&](Tensor& da) { ew::mul_broadcast(g.data(), n, b.value().data(), nb, da.data()); });
     grad::add(b, [&](Tensor& db) {
       if (nb == n)
         ew::mul_broadcast(g.data(), n, a.value().data(), n, db.data());

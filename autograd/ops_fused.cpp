@@ -132,9 +132,9 @@ const float* stacked_values(std::span<const Var> parts, Tensor& copy) {
 // packed::grad_target), else one GEMM per wanted part on g's column block.
 void linear_cat_weight_grads(const Parts& p, const Tensor& g, const Var& x, int64_t rows) {
   if (const grad::Target t = packed::grad_target(p.weights())) {
-    kernels().gemm({.trans_a = true, .m = p.total, .n = p.in, .k = rows,
-                    .beta = t.accumulate ? 1.0f : 0.0f},
-                   g.data(), x.value().data(), t.data);
+    kernels().gemm(
+        {.trans_a = true, .m = p.total, .n = p.in, .k = rows, .beta = t.accumulate ? 1.0f : 0.0f},
+        g.data(), x.value().data(), t.data);
     return;
   }
   for (size_t i = 0, off = 0; i < p.n; off += static_cast<size_t>(p.w[i].size(0)), ++i)
@@ -153,8 +153,9 @@ Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> 
   Tensor w_cat, b_cat;  // gathered copies, when the parts are not packed
   const float* w_ptr = stacked_values(p.weights(), w_cat);
   const float* b_ptr = p.has_bias ? stacked_values(p.biases(), b_cat) : nullptr;
-  Var out = make_output(kOp, with_last(x.shape(), p.total),
-                        {&x, &p.w[0], &p.w[1], &p.w[2], &p.w[3], &p.b[0], &p.b[1], &p.b[2], &p.b[3]});
+  Var out =
+      make_output(kOp, with_last(x.shape(), p.total),
+                  {&x, &p.w[0], &p.w[1], &p.w[2], &p.w[3], &p.b[0], &p.b[1], &p.b[2], &p.b[3]});
   kernels().gemm_bias_act({.trans_b = true, .m = rows, .n = p.total, .k = p.in}, x.value().data(),
                           w_ptr, b_ptr, false, out.value().data());
 
@@ -164,7 +165,8 @@ Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> 
       Tensor db = Tensor::empty({p.total});
       kernels().bias_act_backward(g.data(), nullptr, nullptr, db.data(), rows, p.total);
       for (size_t i = 0, off = 0; i < p.n; off += static_cast<size_t>(p.b[i].numel()), ++i)
-        grad::add(p.b[i], db.slice(static_cast<int64_t>(off), static_cast<int64_t>(off) + p.b[i].numel()));
+        grad::add(p.b[i],
+                  db.slice(static_cast<int64_t>(off), static_cast<int64_t>(off) + p.b[i].numel()));
     }
     // dx = g [rows, total] W_cat [total, in]
     grad::add_gemm(x, {.m = rows, .n = p.in, .k = p.total}, g.data(),
@@ -190,8 +192,8 @@ Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias,
   float* xhat = saved.data();
   float* rstd = xhat + rows * cols;
   kernels().add_layer_norm_forward(x.value().data(), r.value().data(), detail::data_or_null(gain),
-                                   detail::data_or_null(bias), out.value().data(), xhat, rstd,
-                                   rows, cols, eps);
+                                   detail::data_or_null(bias), out.value().data(), xhat, rstd, rows,
+                                   cols, eps);
 
   record(kOp, out, [x, r, gain, bias, saved, rows, cols](const Tensor& g) {
     const float* xhat = saved.data();
@@ -200,10 +202,9 @@ Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias,
     Tensor dbias = grad::wanted(bias) ? Tensor::empty({cols}) : Tensor();
     // ds, the gradient of both x and r, goes to up to two targets (or to scratch).
     auto run = [&](grad::Target d1, grad::Target d2) {
-      kernels().add_layer_norm_backward(xhat, rstd, detail::data_or_null(gain), g.data(), d1.data,
-                                        d1.accumulate, d2.data, d2.accumulate,
-                                        detail::data_or_null(dgain), detail::data_or_null(dbias),
-                                        rows, cols);
+      kernels().add_layer_norm_backward(
+          xhat, rstd, detail::data_or_null(gain), g.data(), d1.data, d1.accumulate, d2.data,
+          d2.accumulate, detail::data_or_null(dgain), detail::data_or_null(dbias), rows, cols);
     };
     const bool want_x = grad::wanted(x), want_r = grad::wanted(r);
     if (want_x && want_r && x.node() != r.node()) {

@@ -87,15 +87,15 @@ Var batched_matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
       grad::add_gemm(a, {.trans_b = !trans_b, .m = m, .n = k, .k = n, .batch = batch}, g.data(),
                      b.value().data());
     else
-      grad::add_gemm(a, {.trans_a = trans_b, .trans_b = true, .m = k, .n = m, .k = n,
-                         .batch = batch},
+      grad::add_gemm(a,
+                     {.trans_a = trans_b, .trans_b = true, .m = k, .n = m, .k = n, .batch = batch},
                      b.value().data(), g.data());
     if (!trans_b)
       grad::add_gemm(b, {.trans_a = !trans_a, .m = k, .n = n, .k = m, .batch = batch},
                      a.value().data(), g.data());
     else
-      grad::add_gemm(b, {.trans_a = true, .trans_b = trans_a, .m = n, .n = k, .k = m,
-                         .batch = batch},
+      grad::add_gemm(b,
+                     {.trans_a = true, .trans_b = trans_a, .m = n, .n = k, .k = m, .batch = batch},
                      g.data(), a.value().data());
   });
   return out;

@@ -39,9 +39,8 @@ Var row_op(const char* op, const Var& x, RowForward forward, RowBackward backwar
   Var out = make_output(op, x.shape(), {&x});
   (kernels().*forward)(x.value().data(), out.value().data(), rows, cols);
   record(op, out, [x, y = out.value(), rows, cols, backward](const Tensor& g) {
-    grad::add(x, [&](Tensor& dx) {
-      (kernels().*backward)(y.data(), g.data(), dx.data(), rows, cols);
-    });
+    grad::add(
+        x, [&](Tensor& dx) { (kernels().*backward)(y.data(), g.data(), dx.data(), rows, cols); });
   });
   return out;
 }
@@ -62,8 +61,8 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
   const int64_t classes = logits.shape().back();
   const int64_t rows = detail::leading_rows(logits.shape());
   if (static_cast<int64_t>(targets.size()) != rows)
-    fail("{}: {} targets given for logits {} ({} rows)", kOp, targets.size(),
-         logits.shape().str(), rows);
+    fail("{}: {} targets given for logits {} ({} rows)", kOp, targets.size(), logits.shape().str(),
+         rows);
   int64_t count = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t t = targets[r];
@@ -94,8 +93,7 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     for (int64_t j = 0; j < classes; ++j) d[j] = static_cast<float>(std::exp(double{d[j]}) * inv);
     d[targets[r]] -= static_cast<float>(inv);
   }
-  record(kOp, out,
-         [logits, dlogits = logp](const Tensor& g) { grad::add(logits, dlogits, g[0]); });
+  record(kOp, out, [logits, dlogits = logp](const Tensor& g) { grad::add(logits, dlogits, g[0]); });
   return out;
 }
 

@@ -72,8 +72,7 @@ Var transpose(const Var& x) {
 Var split_heads(const Var& x, int64_t heads) {
   constexpr const char* kOp = "split_heads";
   detail::check_defined(kOp, x);
-  if (x.rank() != 3)
-    fail("{}: input must be [B, T, h*d] but has shape {}", kOp, x.shape().str());
+  if (x.rank() != 3) fail("{}: input must be [B, T, h*d] but has shape {}", kOp, x.shape().str());
   if (heads < 1 || x.size(2) % heads != 0)
     fail("{}: heads = {} does not divide the last dim of {}", kOp, heads, x.shape().str());
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2) / heads;
@@ -89,8 +88,7 @@ Var split_heads(const Var& x, int64_t heads) {
 Var merge_heads(const Var& x) {
   constexpr const char* kOp = "merge_heads";
   detail::check_defined(kOp, x);
-  if (x.rank() != 4)
-    fail("{}: input must be [B, h, T, d] but has shape {}", kOp, x.shape().str());
+  if (x.rank() != 4) fail("{}: input must be [B, h, T, d] but has shape {}", kOp, x.shape().str());
   const int64_t b = x.size(0), h = x.size(1), t = x.size(2), d = x.size(3);
   Var out = make_output(kOp, Shape{b, t, h * d}, {&x});
   // [B, h, T, d] -> [B, T, h, d]

@@ -61,7 +61,8 @@ grad::Target grad_target(std::span<const Var> parts) {
   if (!values_packed(parts)) return {};
   // First contribution (no part has a gradient: write), or a re-pack of gradients that were
   // reassigned or cleared (their values kept, cleared ones zero: accumulate).
-  const bool fresh = std::none_of(parts.begin(), parts.end(), [](const Var& v) { return v.has_grad(); });
+  const bool fresh =
+      std::none_of(parts.begin(), parts.end(), [](const Var& v) { return v.has_grad(); });
   Tensor buffer = stacked_buffer(parts);
   int64_t row = 0;
   for (const Var& v : parts) {

@@ -16,11 +16,15 @@
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of masked
 // builtins, which trips -Wmaybe-uninitialized at every use (GCC bug 105593): the header's lines
-// are exempt.
+// are exempt (clang has no such warning).
+#ifndef __clang__
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#ifndef __clang__
 #pragma GCC diagnostic pop
+#endif
 
 #include "core/kernels/fast.h"
 
@@ -110,20 +114,21 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE __m512 exp16(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~low), _mm512_scalef_ps(e, n));
 }
 
-// Horizontal max and sum of 16 lanes by in-register shuffles (GCC 12's _mm512_reduce_* draw a
-// -Wmaybe-uninitialized false positive).
-HEADLAB_AVX512_TARGET HEADLAB_INLINE float hmax16(__m512 v) {
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_cvtss_f32(v);
+// Horizontal max (kMax) or sum of 16 lanes by in-register shuffles (GCC 12's _mm512_reduce_*
+// draw a -Wmaybe-uninitialized false positive).
+template <bool kMax>
+HEADLAB_AVX512_TARGET HEADLAB_INLINE __m512 combine16(__m512 a, __m512 b) {
+  if constexpr (kMax)
+    return _mm512_max_ps(a, b);
+  else
+    return _mm512_add_ps(a, b);
 }
-HEADLAB_AVX512_TARGET HEADLAB_INLINE float hsum16(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+template <bool kMax>
+HEADLAB_AVX512_TARGET HEADLAB_INLINE float reduce16(__m512 v) {
+  v = combine16<kMax>(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = combine16<kMax>(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = combine16<kMax>(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = combine16<kMax>(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm512_cvtss_f32(v);
 }
 
@@ -150,7 +155,7 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void softmax_row16(float* s, float* pd, con
     v[i] = _mm512_mask_mov_ps(v[i], masked, neg_inf);
     mx = _mm512_max_ps(mx, v[i]);
   }
-  const float m = hmax16(mx);
+  const float m = reduce16<true>(mx);
   if (m == kNegInf) {  // every key masked: a zero row, never NaN
     for (int i = 0; i < nv; ++i) {
       _mm512_mask_storeu_ps(s + 16 * i, live[i], zero);
@@ -164,7 +169,7 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void softmax_row16(float* s, float* pd, con
     v[i] = exp16(_mm512_sub_ps(v[i], mv));
     sum = _mm512_add_ps(sum, v[i]);
   }
-  const __m512 inv = _mm512_set1_ps(1.0f / hsum16(sum));
+  const __m512 inv = _mm512_set1_ps(1.0f / reduce16<false>(sum));
   for (int i = 0; i < nv; ++i) {
     const __m512 p = _mm512_mul_ps(v[i], inv);
     _mm512_mask_storeu_ps(s + 16 * i, live[i], p);

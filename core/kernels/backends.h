@@ -1,11 +1,12 @@
 #pragma once
 // The kernel implementations (internal to core; use kernels() / kernels_for()):
 //
-//   Kernels
-//   ├── ReferenceKernels    reference.cpp, reference_fused.cpp, attention_reference.cpp
-//   └── FastKernels         fast.cpp, attention_fast.cpp: vectorized fused kernels and attention
-//       ├── BlasKernels     blas.cpp: OpenBLAS products, the reference loops for the rest
-//       └── OneDnnKernels   onednn.cpp, onednn_fused.cpp: oneDNN primitives (onednn_cache.h)
+//   Kernels                 the interface (kernels.h)
+//     ReferenceKernels      reference.cpp, reference_fused.cpp, attention_reference.cpp
+//     FastKernels           fast.cpp, fast_layer_norm.cpp, attention_fast.cpp: the vectorized
+//                           fused kernels and attention (fast.h)
+//       BlasKernels         blas.cpp: OpenBLAS products, the reference loops for the plain ops
+//       OneDnnKernels       onednn.cpp, onednn_fused.cpp: oneDNN primitives (onednn_cache.h)
 //
 // The GEMM observer is notified in two places only, ReferenceKernels and FastKernels (whose
 // flavours implement the unobserved matmul hooks).

@@ -23,8 +23,8 @@ struct Recorder final : GemmObserver {
 bool same(const GemmDesc& a, const GemmDesc& b) {
   const GemmDesc x = a.resolved(), y = b.resolved();
   return x.trans_a == y.trans_a && x.trans_b == y.trans_b && x.m == y.m && x.n == y.n &&
-         x.k == y.k && x.alpha == y.alpha && x.beta == y.beta && x.lda == y.lda &&
-         x.ldb == y.ldb && x.ldc == y.ldc && x.batch == y.batch && x.stride_a == y.stride_a &&
+         x.k == y.k && x.alpha == y.alpha && x.beta == y.beta && x.lda == y.lda && x.ldb == y.ldb &&
+         x.ldc == y.ldc && x.batch == y.batch && x.stride_a == y.stride_a &&
          x.stride_b == y.stride_b && x.stride_c == y.stride_c;
 }
 

@@ -41,7 +41,9 @@ struct Step final : GemmObserver {
   void on_gemm(const GemmDesc& d) override { seen.push_back(d); }
   // The fused projection forward ([rows, 18] = x W_cat^T) and its weight gradient
   // (dW_cat [18, 8] = g^T x); per-part weight gradients read g's columns with lda 18.
-  int fused_forward() const { return count([](const GemmDesc& d) { return d.n == kFused; }); }
+  int fused_forward() const {
+    return count([](const GemmDesc& d) { return d.n == kFused; });
+  }
   int fused_weight_grad() const {
     return count([](const GemmDesc& d) { return d.trans_a && d.m == kFused && d.n == kModel; });
   }
