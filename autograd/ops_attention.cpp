@@ -3,29 +3,30 @@
 // packed [B, T, 3, h, d] layout; forward saves P (and, with dropout, the multipliers and
 // P' = P * multipliers) for backward in one pooled buffer, qkv itself is kept by handle.
 
+#include "autograd/grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
 #include "autograd/tape.h"
 #include "core/elementwise.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 
 Var self_attention(const Var& qkv, const AttentionOptions& o) {
-  detail::check_defined("self_attention", qkv);
-  if (o.heads <= 0) fail("self_attention: heads is {} but must be positive", o.heads);
+  constexpr const char* kOp = "self_attention";
+  detail::check_defined(kOp, qkv);
+  if (o.heads <= 0) fail("{}: heads is {} but must be positive", kOp, o.heads);
   if (qkv.rank() != 3 || qkv.size(2) % (3 * o.heads) != 0)
-    fail("self_attention: qkv shape {} must be [B, T, 3 * heads * head_dim] with heads = {}",
+    fail("{}: qkv shape {} must be [B, T, 3 * heads * head_dim] with heads = {}", kOp,
          qkv.shape().str(), o.heads);
   if (!(o.dropout >= 0.0f && o.dropout < 1.0f))
-    fail("self_attention: dropout is {} but must be in [0, 1)", o.dropout);
-  if (o.dropout > 0.0f && o.rng == nullptr)
-    fail("self_attention: dropout {} needs an rng", o.dropout);
+    fail("{}: dropout is {} but must be in [0, 1)", kOp, o.dropout);
+  if (o.dropout > 0.0f && o.rng == nullptr) fail("{}: dropout {} needs an rng", kOp, o.dropout);
   const int64_t b = qkv.size(0), t = qkv.size(1), h = o.heads, d = qkv.size(2) / (3 * h);
   if (o.key_padding_mask)
-    check_shape("self_attention", "key_padding_mask", o.key_padding_mask->shape(), Shape{b, t});
-  if (o.attn_mask) check_shape("self_attention", "attn_mask", o.attn_mask->shape(), Shape{t, t});
+    check_shape(kOp, "key_padding_mask", o.key_padding_mask->shape(), Shape{b, t});
+  if (o.attn_mask) check_shape(kOp, "attn_mask", o.attn_mask->shape(), Shape{t, t});
 
   const bool drop = o.dropout > 0.0f;
   const int64_t ntt = b * h * t * t;
@@ -45,19 +46,19 @@ Var self_attention(const Var& qkv, const AttentionOptions& o) {
   desc.key_padding_mask = o.key_padding_mask ? o.key_padding_mask->data() : nullptr;
   desc.attn_mask = o.attn_mask ? o.attn_mask->data() : nullptr;
   desc.dropout_mask = mult;
-  Var out = make_output("self_attention", Shape{b, t, h * d}, {&qkv});
+  Var out = make_output(kOp, Shape{b, t, h * d}, {&qkv});
   kernels().attention_forward(desc, qkv.value().data(), p, p_drop, out.value().data());
 
   // The masks are not needed any more (P is 0 where they masked): only the shapes are kept.
   desc.key_padding_mask = desc.attn_mask = nullptr;
-  record("self_attention", out, [qkv, saved, desc, drop](const Tensor& g) {
+  record(kOp, out, [qkv, saved, desc, drop](const Tensor& g) {
     AttentionDesc d = desc;
     const int64_t ntt = d.batch * d.heads * d.len * d.len;
     const float* p = saved.data();
     d.dropout_mask = drop ? p + ntt : nullptr;
-    GradSlot slot = grad_slot(qkv);
+    const grad::Target dqkv = grad::target(qkv);
     kernels().attention_backward(d, qkv.value().data(), p, drop ? p + 2 * ntt : nullptr, g.data(),
-                                 slot.grad.data(), !slot.fresh);
+                                 dqkv.data, dqkv.accumulate);
   });
   return out;
 }

@@ -12,23 +12,18 @@
 #include <algorithm>
 #include <array>
 
+#include "autograd/grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
+#include "autograd/packed_params.h"
 #include "autograd/tape.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab {
 namespace {
 
 constexpr size_t kMaxParts = 4;
-
-// alpha op(x) op(y) added into v's gradient ([m, n]), beta 0 when the gradient is fresh.
-void gemm_into_grad(const Var& v, GemmDesc d, const float* x, const float* y) {
-  GradSlot slot = grad_slot(v);
-  d.beta = slot.fresh ? 0.0f : 1.0f;
-  kernels().gemm(d, x, y, slot.grad.data());
-}
 
 void check_linear_input(const char* op, const Var& x, int64_t in) {
   detail::check_defined(op, x);
@@ -43,38 +38,25 @@ Shape with_last(const Shape& s, int64_t last) {
   return out;
 }
 
-// Whether the tensors are consecutive row blocks of one storage (part i + 1 starts where part i
-// ends), so their concatenation can be read in place.
-template <class Get>
-bool adjacent(size_t n, Get get) {
-  for (size_t i = 0; i + 1 < n; ++i) {
-    const Tensor& a = get(i);
-    const Tensor& b = get(i + 1);
-    if (!a.defined() || !b.defined() || !a.shares_storage(b) || a.data() + a.numel() != b.data())
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Var linear(const Var& x, const Var& weight, const Var& bias, bool relu) {
-  detail::check_defined("linear", weight);
+  constexpr const char* kOp = "linear";
+  detail::check_defined(kOp, weight);
   if (weight.rank() != 2)
-    fail("linear: weight must be [out, in] but has shape {}", weight.shape().str());
+    fail("{}: weight must be [out, in] but has shape {}", kOp, weight.shape().str());
   const int64_t out_f = weight.size(0), in = weight.size(1);
-  check_linear_input("linear", x, in);
-  if (bias.defined()) check_shape("linear", "bias", bias.shape(), Shape{out_f});
+  check_linear_input(kOp, x, in);
+  if (bias.defined()) check_shape(kOp, "bias", bias.shape(), Shape{out_f});
   const int64_t rows = detail::leading_rows(x.shape());
-  Var out = make_output("linear", with_last(x.shape(), out_f),
-                        {&x, &weight, bias.defined() ? &bias : &x});
+  Var out = make_output(kOp, with_last(x.shape(), out_f), {&x, &weight, &bias});
   kernels().gemm_bias_act({.trans_b = true, .m = rows, .n = out_f, .k = in}, x.value().data(),
-                          weight.value().data(), bias.defined() ? bias.value().data() : nullptr,
-                          relu, out.value().data());
+                          weight.value().data(), detail::data_or_null(bias), relu,
+                          out.value().data());
 
-  record("linear", out,
+  record(kOp, out,
          [x, weight, bias, y = relu ? out.value() : Tensor(), rows, in, out_f](const Tensor& g) {
-           const bool want_b = bias.defined() && bias.requires_grad();
+           const bool want_b = grad::wanted(bias);
            Tensor dz = g, db;
            if (want_b) db = Tensor::empty({out_f});
            if (y.defined()) {  // ReLU: dz = g * (y > 0), a pooled temporary
@@ -84,180 +66,159 @@ Var linear(const Var& x, const Var& weight, const Var& bias, bool relu) {
            } else if (want_b) {
              kernels().bias_act_backward(g.data(), nullptr, nullptr, db.data(), rows, out_f);
            }
-           if (want_b) detail::add_into_grad(bias, db);
-           if (x.requires_grad())  // dx [rows, in] = dz [rows, out] W [out, in]
-             gemm_into_grad(x, {.m = rows, .n = in, .k = out_f}, dz.data(),
-                            weight.value().data());
-           if (weight.requires_grad())  // dW [out, in] = dz^T x
-             gemm_into_grad(weight, {.trans_a = true, .m = out_f, .n = in, .k = rows}, dz.data(),
-                            x.value().data());
+           grad::add(bias, db);
+           // dx [rows, in] = dz [rows, out] W [out, in];  dW [out, in] = dz^T x
+           grad::add_gemm(x, {.m = rows, .n = in, .k = out_f}, dz.data(), weight.value().data());
+           grad::add_gemm(weight, {.trans_a = true, .m = out_f, .n = in, .k = rows}, dz.data(),
+                          x.value().data());
          });
   return out;
 }
 
-Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> biases) {
-  const size_t parts = weights.size();
-  if (parts == 0 || parts > kMaxParts)
-    fail("linear_cat: {} weights given but expected 1 to {}", parts, kMaxParts);
-  if (!biases.empty() && biases.size() != parts)
-    fail("linear_cat: {} biases given for {} weights (give one per weight or none)",
-         biases.size(), parts);
-  std::array<Var, kMaxParts> ws, bs;
+namespace {
+
+// linear_cat's parts, checked: weights [out_i, in] and biases [out_i] (none or one each).
+struct Parts {
+  std::array<Var, kMaxParts> w, b;  // unused slots undefined
+  size_t n = 0;
   int64_t in = 0, total = 0;
-  for (size_t i = 0; i < parts; ++i) {
-    detail::check_defined("linear_cat", weights[i]);
+  bool has_bias = false;
+  std::span<const Var> weights() const { return {w.data(), n}; }
+  std::span<const Var> biases() const { return {b.data(), has_bias ? n : 0}; }
+};
+
+Parts check_parts(const char* op, std::span<const Var> weights, std::span<const Var> biases) {
+  Parts p;
+  p.n = weights.size();
+  if (p.n == 0 || p.n > kMaxParts)
+    fail("{}: {} weights given but expected 1 to {}", op, p.n, kMaxParts);
+  if (!biases.empty() && biases.size() != p.n)
+    fail("{}: {} biases given for {} weights (give one per weight or none)", op, biases.size(),
+         p.n);
+  p.has_bias = !biases.empty();
+  for (size_t i = 0; i < p.n; ++i) {
+    detail::check_defined(op, weights[i]);
     if (weights[i].rank() != 2)
-      fail("linear_cat: weight {} must be [out, in] but has shape {}", i,
-           weights[i].shape().str());
-    if (i == 0) in = weights[i].size(1);
-    if (weights[i].size(1) != in)
-      fail("linear_cat: weight {} has shape {} but weight 0 has in_features {}", i,
-           weights[i].shape().str(), in);
-    ws[i] = weights[i];
-    if (!biases.empty()) {
-      detail::check_defined("linear_cat", biases[i]);
-      check_shape("linear_cat", "bias", biases[i].shape(), Shape{weights[i].size(0)});
-      bs[i] = biases[i];
+      fail("{}: weight {} must be [out, in] but has shape {}", op, i, weights[i].shape().str());
+    if (i == 0) p.in = weights[i].size(1);
+    if (weights[i].size(1) != p.in)
+      fail("{}: weight {} has shape {} but weight 0 has in_features {}", op, i,
+           weights[i].shape().str(), p.in);
+    p.w[i] = weights[i];
+    if (p.has_bias) {
+      detail::check_defined(op, biases[i]);
+      check_shape(op, "bias", biases[i].shape(), Shape{weights[i].size(0)});
+      p.b[i] = biases[i];
     }
-    total += weights[i].size(0);
+    p.total += weights[i].size(0);
   }
-  check_linear_input("linear_cat", x, in);
+  return p;
+}
+
+// The parts' values stacked along dim 0 ([sum rows, ..]): read in place when packed
+// (autograd/packed_params.h), else gathered into `copy`.
+const float* stacked_values(std::span<const Var> parts, Tensor& copy) {
+  if (packed::values_packed(parts)) return parts[0].value().data();
+  Shape shape = parts[0].shape();
+  shape[0] = 0;
+  for (const Var& v : parts) shape[0] += v.size(0);
+  copy = Tensor::empty(shape);
+  for (size_t i = 0, off = 0; i < parts.size(); off += static_cast<size_t>(parts[i].numel()), ++i)
+    std::copy_n(parts[i].value().data(), parts[i].numel(), copy.data() + off);
+  return copy.data();
+}
+
+// dW_cat = g^T x [total, in]: one GEMM into the packed gradients when they can be (see
+// packed::grad_target), else one GEMM per wanted part on g's column block.
+void linear_cat_weight_grads(const Parts& p, const Tensor& g, const Var& x, int64_t rows) {
+  if (const grad::Target t = packed::grad_target(p.weights())) {
+    kernels().gemm(
+        {.trans_a = true, .m = p.total, .n = p.in, .k = rows, .beta = t.accumulate ? 1.0f : 0.0f},
+        g.data(), x.value().data(), t.data);
+    return;
+  }
+  for (size_t i = 0, off = 0; i < p.n; off += static_cast<size_t>(p.w[i].size(0)), ++i)
+    grad::add_gemm(p.w[i],  // dW_i = g[:, off:off+out_i]^T x
+                   {.trans_a = true, .m = p.w[i].size(0), .n = p.in, .k = rows, .lda = p.total},
+                   g.data() + off, x.value().data());
+}
+
+}  // namespace
+
+Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> biases) {
+  constexpr const char* kOp = "linear_cat";
+  const Parts p = check_parts(kOp, weights, biases);
+  check_linear_input(kOp, x, p.in);
   const int64_t rows = detail::leading_rows(x.shape());
-  const bool has_bias = !biases.empty();
-
-  // The stacked weight [total, in] and bias [total]: read in place when the parts are
-  // consecutive in one storage (MultiHeadAttention keeps w_q, w_k, w_v so), else gathered.
-  Tensor w_cat, b_cat;
-  if (!adjacent(parts, [&](size_t i) -> const Tensor& { return ws[i].value(); })) {
-    w_cat = Tensor::empty({total, in});
-    for (size_t i = 0, off = 0; i < parts; off += static_cast<size_t>(ws[i].numel()), ++i)
-      std::copy_n(ws[i].value().data(), ws[i].numel(), w_cat.data() + off);
-  }
-  if (has_bias && !adjacent(parts, [&](size_t i) -> const Tensor& { return bs[i].value(); })) {
-    b_cat = Tensor::empty({total});
-    for (size_t i = 0, off = 0; i < parts; off += static_cast<size_t>(bs[i].numel()), ++i)
-      std::copy_n(bs[i].value().data(), bs[i].numel(), b_cat.data() + off);
-  }
-  const float* w_ptr = w_cat.defined() ? w_cat.data() : ws[0].value().data();
-  const float* b_ptr = !has_bias ? nullptr : b_cat.defined() ? b_cat.data() : bs[0].value().data();
-
-  // make_output takes a fixed list: every part is passed (unused slots repeat x).
-  auto in_at = [&](const std::array<Var, kMaxParts>& v, size_t i) {
-    return i < parts && v[i].defined() ? &v[i] : &x;
-  };
-  Var out = make_output("linear_cat", with_last(x.shape(), total),
-                        {&x, in_at(ws, 0), in_at(ws, 1), in_at(ws, 2), in_at(ws, 3), in_at(bs, 0),
-                         in_at(bs, 1), in_at(bs, 2), in_at(bs, 3)});
-  kernels().gemm_bias_act({.trans_b = true, .m = rows, .n = total, .k = in}, x.value().data(),
+  Tensor w_cat, b_cat;  // gathered copies, when the parts are not packed
+  const float* w_ptr = stacked_values(p.weights(), w_cat);
+  const float* b_ptr = p.has_bias ? stacked_values(p.biases(), b_cat) : nullptr;
+  Var out =
+      make_output(kOp, with_last(x.shape(), p.total),
+                  {&x, &p.w[0], &p.w[1], &p.w[2], &p.w[3], &p.b[0], &p.b[1], &p.b[2], &p.b[3]});
+  kernels().gemm_bias_act({.trans_b = true, .m = rows, .n = p.total, .k = p.in}, x.value().data(),
                           w_ptr, b_ptr, false, out.value().data());
 
-  record("linear_cat", out, [x, ws, bs, w_cat, parts, rows, in, total](const Tensor& g) {
+  record(kOp, out, [x, p, w_cat, rows](const Tensor& g) {
     // db [total]: column sums of g, split among the biases.
-    bool want_b = false;
-    for (size_t i = 0; i < parts; ++i) want_b = want_b || (bs[i].defined() && bs[i].requires_grad());
-    if (want_b) {
-      Tensor db = Tensor::empty({total});
-      kernels().bias_act_backward(g.data(), nullptr, nullptr, db.data(), rows, total);
-      int64_t off = 0;
-      for (size_t i = 0; i < parts; off += bs[i].numel(), ++i)
-        if (bs[i].requires_grad()) detail::add_into_grad(bs[i], db.slice(off, off + bs[i].numel()));
+    if (std::any_of(p.b.begin(), p.b.end(), grad::wanted)) {
+      Tensor db = Tensor::empty({p.total});
+      kernels().bias_act_backward(g.data(), nullptr, nullptr, db.data(), rows, p.total);
+      for (size_t i = 0, off = 0; i < p.n; off += static_cast<size_t>(p.b[i].numel()), ++i)
+        grad::add(p.b[i],
+                  db.slice(static_cast<int64_t>(off), static_cast<int64_t>(off) + p.b[i].numel()));
     }
-    if (x.requires_grad())  // dx = g [rows, total] W_cat [total, in]
-      gemm_into_grad(x, {.m = rows, .n = in, .k = total}, g.data(),
-                     w_cat.defined() ? w_cat.data() : ws[0].value().data());
-
-    // dW_cat = g^T x [total, in]: one GEMM when the parts' gradients are (or become) consecutive
-    // row blocks of one buffer, else one GEMM per part on g's column block.
-    bool all_want = true, none_defined = true, all_defined = true;
-    for (size_t i = 0; i < parts; ++i) {
-      all_want = all_want && ws[i].requires_grad();
-      none_defined = none_defined && !ws[i].has_grad();
-      all_defined = all_defined && ws[i].has_grad();
-    }
-    const bool values_adjacent = !w_cat.defined();
-    const GemmDesc dw{.trans_a = true, .m = total, .n = in, .k = rows};
-    if (all_want && values_adjacent && none_defined) {
-      Tensor fused = Tensor::empty({total, in});
-      for (size_t i = 0, row = 0; i < parts; row += static_cast<size_t>(ws[i].size(0)), ++i)
-        ws[i].grad() = fused.slice(static_cast<int64_t>(row),
-                                   static_cast<int64_t>(row) + ws[i].size(0));
-      kernels().gemm(dw, g.data(), x.value().data(), fused.data());
-      return;
-    }
-    if (all_want && all_defined &&
-        adjacent(parts, [&](size_t i) -> const Tensor& { return ws[i].grad(); })) {
-      GemmDesc d = dw;
-      d.beta = 1.0f;
-      kernels().gemm(d, g.data(), x.value().data(), ws[0].grad().data());
-      return;
-    }
-    for (size_t i = 0, off = 0; i < parts; off += static_cast<size_t>(ws[i].size(0)), ++i)
-      if (ws[i].requires_grad())  // dW_i = g[:, off:off+out_i]^T x
-        gemm_into_grad(ws[i],
-                       {.trans_a = true, .m = ws[i].size(0), .n = in, .k = rows, .lda = total},
-                       g.data() + off, x.value().data());
+    // dx = g [rows, total] W_cat [total, in]
+    grad::add_gemm(x, {.m = rows, .n = p.in, .k = p.total}, g.data(),
+                   w_cat.defined() ? w_cat.data() : p.w[0].value().data());
+    linear_cat_weight_grads(p, g, x, rows);
   });
   return out;
 }
 
 Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias, float eps) {
-  detail::check_defined("add_layer_norm", x);
-  detail::check_defined("add_layer_norm", r);
-  if (x.rank() < 1) fail("add_layer_norm: x must have at least 1 dim but has shape {}", x.shape().str());
-  check_shape("add_layer_norm", "r", r.shape(), x.shape());
+  constexpr const char* kOp = "add_layer_norm";
+  detail::check_defined(kOp, x);
+  detail::check_defined(kOp, r);
+  if (x.rank() < 1) fail("{}: x must have at least 1 dim but has shape {}", kOp, x.shape().str());
+  check_shape(kOp, "r", r.shape(), x.shape());
   const int64_t cols = x.shape().back();
   const int64_t rows = detail::leading_rows(x.shape());
-  if (gain.defined()) check_shape("add_layer_norm", "gain", gain.shape(), Shape{cols});
-  if (bias.defined()) check_shape("add_layer_norm", "bias", bias.shape(), Shape{cols});
-  Var out = make_output("add_layer_norm", x.shape(),
-                        {&x, &r, gain.defined() ? &gain : &x, bias.defined() ? &bias : &x});
+  if (gain.defined()) check_shape(kOp, "gain", gain.shape(), Shape{cols});
+  if (bias.defined()) check_shape(kOp, "bias", bias.shape(), Shape{cols});
+  Var out = make_output(kOp, x.shape(), {&x, &r, &gain, &bias});
   // xhat [rows, cols] and rstd [rows] share one pooled buffer.
   Tensor saved = Tensor::empty({rows * cols + rows});
   float* xhat = saved.data();
   float* rstd = xhat + rows * cols;
-  kernels().add_layer_norm_forward(x.value().data(), r.value().data(),
-                                   gain.defined() ? gain.value().data() : nullptr,
-                                   bias.defined() ? bias.value().data() : nullptr,
-                                   out.value().data(), xhat, rstd, rows, cols, eps);
+  kernels().add_layer_norm_forward(x.value().data(), r.value().data(), detail::data_or_null(gain),
+                                   detail::data_or_null(bias), out.value().data(), xhat, rstd, rows,
+                                   cols, eps);
 
-  record("add_layer_norm", out, [x, r, gain, bias, saved, rows, cols](const Tensor& g) {
+  record(kOp, out, [x, r, gain, bias, saved, rows, cols](const Tensor& g) {
     const float* xhat = saved.data();
     const float* rstd = xhat + rows * cols;
-    const bool want_x = x.requires_grad(), want_r = r.requires_grad();
-    const bool want_gain = gain.defined() && gain.requires_grad();
-    const bool want_bias = bias.defined() && bias.requires_grad();
-    Tensor dgain = want_gain ? Tensor::empty({cols}) : Tensor();
-    Tensor dbias = want_bias ? Tensor::empty({cols}) : Tensor();
-    const float* gain_ptr = gain.defined() ? gain.value().data() : nullptr;
-    auto run = [&](float* d1, bool acc1, float* d2, bool acc2) {
-      kernels().add_layer_norm_backward(xhat, rstd, gain_ptr, g.data(), d1, acc1, d2, acc2,
-                                        want_gain ? dgain.data() : nullptr,
-                                        want_bias ? dbias.data() : nullptr, rows, cols);
+    Tensor dgain = grad::wanted(gain) ? Tensor::empty({cols}) : Tensor();
+    Tensor dbias = grad::wanted(bias) ? Tensor::empty({cols}) : Tensor();
+    // ds, the gradient of both x and r, goes to up to two targets (or to scratch).
+    auto run = [&](grad::Target d1, grad::Target d2) {
+      kernels().add_layer_norm_backward(
+          xhat, rstd, detail::data_or_null(gain), g.data(), d1.data, d1.accumulate, d2.data,
+          d2.accumulate, detail::data_or_null(dgain), detail::data_or_null(dbias), rows, cols);
     };
+    const bool want_x = grad::wanted(x), want_r = grad::wanted(r);
     if (want_x && want_r && x.node() != r.node()) {
-      GradSlot sx = grad_slot(x);
-      GradSlot sr = grad_slot(r);
-      run(sx.grad.data(), !sx.fresh, sr.grad.data(), !sr.fresh);
-    } else if (want_x || want_r) {  // one target; the same Var twice receives 2 ds
-      const Var& v = want_x ? x : r;
-      const bool twice = want_x && want_r;
-      GradSlot s = grad_slot(v);
-      if (!twice) {
-        run(s.grad.data(), !s.fresh, nullptr, false);
-      } else {
-        Tensor ds = Tensor::empty(x.shape());
-        run(ds.data(), false, nullptr, false);
-        if (s.fresh)
-          ew::scale(ds.data(), ds.numel(), 2.0f, s.grad.data());
-        else
-          ew::axpy(ds.data(), ds.numel(), 2.0f, s.grad.data());
-      }
-    } else {  // only the affine parameters: ds goes to scratch
+      const grad::Target tx = grad::target(x);
+      run(tx, grad::target(r));
+    } else if (want_x != want_r) {
+      run(grad::target(want_x ? x : r), {});
+    } else {  // the same Var twice (it receives 2 ds), or only the affine parameters
       Tensor ds = Tensor::empty(x.shape());
-      run(ds.data(), false, nullptr, false);
+      run({ds.data(), false}, {});
+      if (want_x) grad::add(x, ds, 2.0f);
     }
-    if (want_gain) detail::add_into_grad(gain, dgain);
-    if (want_bias) detail::add_into_grad(bias, dbias);
+    grad::add(gain, dgain);
+    grad::add(bias, dbias);
   });
   return out;
 }

@@ -4,26 +4,19 @@
 #include <cstdint>
 
 #include "autograd/var.h"
-#include "core/elementwise.h"
 #include "core/error.h"
 
 namespace headlab::detail {
 
-// v.grad += alpha * src (same numel as v; the shape may differ, as for reshape). Writes straight
-// into a fresh gradient, so there is no temporary.
-inline void add_into_grad(const Var& v, const Tensor& src, float alpha = 1.0f) {
-  GradSlot slot = grad_slot(v);
-  if (slot.fresh)
-    ew::scale(src.data(), src.numel(), alpha, slot.grad.data());
-  else
-    ew::axpy(src.data(), src.numel(), alpha, slot.grad.data());
-}
-
-// Throws "op: an input is undefined" (the same message make_output gives) for ops that read
-// shapes before make_output.
+// Throws "op: an input is undefined" for a required input (make_output skips undefined inputs:
+// they are the absent optional ones).
 inline void check_defined(const char* op, const Var& v) {
   if (!v.defined()) fail("{}: an input is undefined", op);
 }
+
+// The data of an optional input or buffer (a gain, a bias), or null when it is absent.
+inline const float* data_or_null(const Var& v) { return v.defined() ? v.value().data() : nullptr; }
+inline float* data_or_null(Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 // Product of the dims before the last: the rows of a [.., C] tensor viewed as a matrix (also
 // right when C is 0, unlike numel() / C).

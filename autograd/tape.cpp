@@ -1,5 +1,6 @@
 #include "autograd/tape.h"
 
+#include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "core/error.h"
@@ -38,10 +39,10 @@ void Tape::backward(const Var& root, const Tensor* seed) {
     if (root.numel() != 1)
       fail("backward: output of shape {} is not a scalar; pass a seed gradient of that shape",
            root.shape().str());
-    accumulate_grad(root, [](Tensor& g) { g.fill_(1.0f); });
+    grad::add(root, [](Tensor& g) { g.fill_(1.0f); });
   } else {
     check_shape("backward", "seed gradient", seed->shape(), root.shape());
-    accumulate_grad(root, [seed](Tensor& g) { g.copy_(*seed); });
+    grad::add(root, [seed](Tensor& g) { g.copy_(*seed); });
   }
   for (size_t i = entries_.size(); i-- > 0;) {
     Entry& e = entries_[i];
@@ -59,8 +60,7 @@ Var make_output(const char* op, const Shape& shape, std::initializer_list<const 
   Tape* tape = nullptr;
   bool needs_grad = false;
   for (const Var* in : inputs) {
-    if (!in->defined()) fail("{}: an input is undefined", op);
-    if (!in->requires_grad()) continue;
+    if (!in->requires_grad()) continue;  // also an undefined (absent optional) input
     needs_grad = true;
     Tape* t = in->tape();
     if (t == nullptr) continue;

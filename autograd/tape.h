@@ -66,8 +66,10 @@ class TapeScope {
 };
 
 // Prepares an op's output: allocates a value of `shape` (uninitialised) and decides whether the
-// op will be recorded (grad mode on and some input requires a gradient). All inputs that are
-// recorded values must belong to the same, uncleared tape; otherwise throws naming `op`.
+// op will be recorded (grad mode on and some input requires a gradient). Pass every input,
+// optional ones included ({&x, &weight, &bias}): undefined Vars (an absent bias) are skipped, so
+// an op checks its required inputs itself before reading them. All inputs that are recorded
+// values must belong to the same, uncleared tape; otherwise throws naming `op`.
 Var make_output(const char* op, const Shape& shape, std::initializer_list<const Var*> inputs);
 
 // Records `backward` for `output` if make_output decided it needs a gradient.

@@ -111,11 +111,4 @@ void Var::backward(const Tensor& seed) const {
   node_->tape->backward(*this, &seed);
 }
 
-GradSlot grad_slot(const Var& v) {
-  Tensor& g = v.grad();
-  if (g.defined()) return {g, false};
-  g = Tensor::empty(v.shape());
-  return {g, true};
-}
-
 }  // namespace headlab

@@ -4,7 +4,7 @@
 // A leaf Var wraps data (requires_grad false) or a parameter (true). Every op output is a
 // non-leaf Var that belongs to the tape its op was recorded on. Gradients accumulate in grad():
 // parameters keep theirs across steps until zero_grad(); intermediate values lose theirs when
-// the tape is cleared.
+// the tape is cleared. Backward closures put their contributions in through autograd/grad.h.
 
 #include <cstdint>
 
@@ -64,29 +64,5 @@ class Var {
   friend Var make_output(const char*, const Shape&, std::initializer_list<const Var*>);
   detail::Node* node_ = nullptr;
 };
-
-// The gradient buffer of `v` to add a contribution into. If `v` had no gradient yet it is
-// allocated uninitialised and `fresh` is true: the caller then writes instead of adding.
-struct GradSlot {
-  Tensor grad;
-  bool fresh;
-};
-GradSlot grad_slot(const Var& v);
-
-// Adds a contribution to v's gradient: write(dst) must overwrite dst ([v.shape()]) with it.
-// Writes straight into a fresh gradient, otherwise through a pooled temporary that is added.
-template <class Write>
-void accumulate_grad(const Var& v, Write&& write) {
-  GradSlot slot = grad_slot(v);
-  if (slot.fresh) {
-    write(slot.grad);
-    return;
-  }
-  Tensor contribution = Tensor::empty(v.shape());
-  write(contribution);
-  float* g = slot.grad.data();
-  const float* c = contribution.data();
-  for (int64_t i = 0, n = contribution.numel(); i < n; ++i) g[i] += c[i];
-}
 
 }  // namespace headlab

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/fma_peak.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 

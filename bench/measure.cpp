@@ -17,7 +17,7 @@
 #include "autograd/grad_mode.h"
 #include "bench/alloc_counter.h"
 #include "bench/fma_peak.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 
@@ -114,6 +114,12 @@ GemmKey key_of(const GemmDesc& g) {
   return {d.trans_a, d.trans_b, d.m,   d.n,     d.k,        d.alpha,    d.beta,
           d.lda,     d.ldb,     d.ldc, d.batch, d.stride_a, d.stride_b, d.stride_c};
 }
+
+// Collects the descriptors of the products the kernels run (fused attention included).
+struct GemmRecorder final : GemmObserver {
+  std::vector<GemmDesc> descs;
+  void on_gemm(const GemmDesc& d) override { descs.push_back(d); }
+};
 
 struct GemmOnly {
   double ms = 0.0;
@@ -237,11 +243,11 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   }
   const double rss_mb = peak_rss_mb();
 
-  std::vector<GemmDesc> descs;  // GEMM-only: the descriptors of one more step, each timed alone
-  record_gemms(&descs);
+  GemmRecorder recorder;  // GEMM-only: the products of one more step, each timed alone
+  set_gemm_observer(&recorder);
   subject.train_step();
-  record_gemms(nullptr);
-  const GemmOnly gemm = time_gemms(descs, 5);
+  set_gemm_observer(nullptr);
+  const GemmOnly gemm = time_gemms(recorder.descs, 5);
 
   std::vector<double> sorted = train.ms;
   std::sort(sorted.begin(), sorted.end());

@@ -9,7 +9,7 @@
 #include "autograd/ops.h"
 #include "bench/measure.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "core/threads.h"

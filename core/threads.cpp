@@ -52,65 +52,48 @@ BlasInfo blas_info() {
   return info;
 }
 
+namespace {
+
+// Readable names of oneDNN's threading runtime and ISA; null for one this build does not know.
+const char* runtime_name(unsigned runtime) {
+  switch (runtime) {
+    case DNNL_RUNTIME_OMP: return "OpenMP";
+    case DNNL_RUNTIME_TBB: return "TBB";
+    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
+    case DNNL_RUNTIME_SEQ: return "sequential";
+    default: return nullptr;
+  }
+}
+
+const char* isa_name(dnnl::cpu_isa isa) {
+  using enum dnnl::cpu_isa;
+  switch (isa) {
+    case all: return "no JIT (reference code only)";
+    case sse41: return "SSE4.1";
+    case avx: return "AVX";
+    case avx2: return "AVX2";
+    case avx2_vnni: return "AVX2 with VNNI";
+    case avx512_mic: return "AVX-512 (Xeon Phi)";
+    case avx512_mic_4ops: return "AVX-512 (Xeon Phi, 4ops)";
+    case avx512_core: return "AVX-512";
+    case avx512_core_vnni: return "AVX-512 with VNNI";
+    case avx512_core_bf16: return "AVX-512 with VNNI and BF16";
+    case avx512_core_amx: return "AVX-512 with VNNI, BF16 and AMX";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
 OneDnnInfo onednn_info() {
   OneDnnInfo info;
   const dnnl_version_t* v = dnnl_version();
   info.version = fmt::format("{}.{}.{} (git {})", v->major, v->minor, v->patch, v->hash);
-  switch (v->cpu_runtime) {
-    case DNNL_RUNTIME_OMP:
-      info.runtime = "OpenMP";
-      break;
-    case DNNL_RUNTIME_TBB:
-      info.runtime = "TBB";
-      break;
-    case DNNL_RUNTIME_THREADPOOL:
-      info.runtime = "threadpool";
-      break;
-    case DNNL_RUNTIME_SEQ:
-      info.runtime = "sequential";
-      break;
-    default:
-      info.runtime = fmt::format("other ({})", v->cpu_runtime);
-  }
-  using isa = dnnl::cpu_isa;
-  switch (dnnl::get_effective_cpu_isa()) {
-    case isa::all:
-      info.isa = "no JIT (reference code only)";
-      break;
-    case isa::sse41:
-      info.isa = "SSE4.1";
-      break;
-    case isa::avx:
-      info.isa = "AVX";
-      break;
-    case isa::avx2:
-      info.isa = "AVX2";
-      break;
-    case isa::avx2_vnni:
-      info.isa = "AVX2 with VNNI";
-      break;
-    case isa::avx512_mic:
-      info.isa = "AVX-512 (Xeon Phi)";
-      break;
-    case isa::avx512_mic_4ops:
-      info.isa = "AVX-512 (Xeon Phi, 4ops)";
-      break;
-    case isa::avx512_core:
-      info.isa = "AVX-512";
-      break;
-    case isa::avx512_core_vnni:
-      info.isa = "AVX-512 with VNNI";
-      break;
-    case isa::avx512_core_bf16:
-      info.isa = "AVX-512 with VNNI and BF16";
-      break;
-    case isa::avx512_core_amx:
-      info.isa = "AVX-512 with VNNI, BF16 and AMX";
-      break;
-    default:
-      info.isa = fmt::format("unknown (dnnl_cpu_isa_t {:#x})",
-                             static_cast<int>(dnnl::get_effective_cpu_isa()));
-  }
+  const char* runtime = runtime_name(v->cpu_runtime);
+  info.runtime = runtime ? runtime : fmt::format("other ({})", v->cpu_runtime);
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  const char* name = isa_name(isa);
+  info.isa = name ? name : fmt::format("unknown (dnnl_cpu_isa_t {:#x})", static_cast<int>(isa));
   return info;
 }
 

@@ -1,34 +1,16 @@
 #include "layers/multi_head_attention.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "autograd/ops.h"
+#include "autograd/packed_params.h"
 #include "core/error.h"
 #include "layers/dropout.h"
 #include "layers/registry.h"
 
 namespace headlab {
-
-namespace {
-
-// Moves the parameters' values into consecutive row blocks of one new buffer (same values), so
-// linear_cat reads the stacked [sum rows, ..] matrix in place. The Vars stay the same objects.
-void pack_consecutive(std::initializer_list<const Var*> vars) {
-  Shape packed = (*vars.begin())->shape();
-  packed[0] = 0;
-  for (const Var* v : vars) packed[0] += v->size(0);
-  Tensor buffer = Tensor::empty(packed);
-  int64_t row = 0;
-  for (const Var* v : vars) {
-    Tensor block = buffer.slice(row, row + v->size(0));
-    block.copy_(v->value());
-    v->value() = block;
-    row += v->size(0);
-  }
-}
-
-}  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& rng,
                                        std::shared_ptr<Rng> dropout_rng)
@@ -52,9 +34,10 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   w_o = register_module(
       "w_o", std::make_shared<Linear>(
                  LinearOptions{inner, options.d_model, options.bias, options.init}, rng));
-  // Q, K, V weights (and biases) as one [3 h d, d_model] matrix: the fused projection's operand.
-  pack_consecutive({&w_q->weight, &w_k->weight, &w_v->weight});
-  if (options.bias) pack_consecutive({&w_q->bias, &w_k->bias, &w_v->bias});
+  // Q, K, V weights (and biases) as one [3 h d, d_model] matrix: the fused projection's operand
+  // (the invariant: autograd/packed_params.h).
+  packed::pack_values(std::array{w_q->weight, w_k->weight, w_v->weight});
+  if (options.bias) packed::pack_values(std::array{w_q->bias, w_k->bias, w_v->bias});
   gate_ = Var(Tensor::full({options.heads}, 1.0f), false);
   dropout_rng_ = dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(rng.next_u64());
 }
@@ -112,6 +95,8 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
       gate_is_identity()) {
     const Var ws[] = {w_q->weight, w_k->weight, w_v->weight};
     const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
+    packed::ensure_values_packed(ws);  // re-packs values that were reassigned
+    if (options_.bias) packed::ensure_values_packed(bs);
     Var qkv = linear_cat(query, ws, options_.bias ? std::span<const Var>(bs) : std::span<const Var>());
     AttentionOptions ao;
     ao.heads = h;

@@ -21,7 +21,10 @@
 //
 // Attention dropout (option attn_dropout, inverted, training only) acts on the weights that
 // multiply V; the weights returned with need_weights are the softmax output before dropout.
-// Children: "w_q", "w_k", "w_v" (Linear d_model -> h*d), "w_o" (Linear h*d -> d_model).
+// Children: "w_q", "w_k", "w_v" (Linear d_model -> h*d), "w_o" (Linear h*d -> d_model). The
+// values of w_q, w_k and w_v (weights, biases) live packed in one buffer and their gradients are
+// views of one buffer, so the self-attention projection is one GEMM each way: the invariant, what
+// breaks it and how it is kept, in autograd/packed_params.h.
 // Throws headlab::Error for bad options (heads not dividing d_model without head_dim) and for
 // inputs or masks of the wrong shape, naming the argument and both shapes.
 

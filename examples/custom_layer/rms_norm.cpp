@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "autograd/grad.h"
 #include "autograd/tape.h"
 #include "core/error.h"
 
@@ -37,24 +38,22 @@ Var rms_norm(const Var& x, const Var& weight, float eps) {
   headlab::record("rms_norm", out, [x, weight, rstd, rows, d](const Tensor& g) {
     const float* xv = x.value().data();
     const float* w = weight.value().data();
-    if (x.requires_grad())
-      headlab::accumulate_grad(x, [&](Tensor& dx) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* gr = g.data() + r * d;
-          const float* xr = xv + r * d;
-          double s = 0;
-          for (int64_t i = 0; i < d; ++i) s += static_cast<double>(gr[i]) * w[i] * xr[i];
-          const double rs = rstd[r], c = rs * rs * rs * s / d;
-          for (int64_t j = 0; j < d; ++j)
-            dx[r * d + j] = static_cast<float>(rs * gr[j] * w[j] - c * xr[j]);
-        }
-      });
-    if (weight.requires_grad())
-      headlab::accumulate_grad(weight, [&](Tensor& dw) {
-        dw.zero_();
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t i = 0; i < d; ++i) dw[i] += g[r * d + i] * xv[r * d + i] * rstd[r];
-      });
+    headlab::grad::add(x, [&](Tensor& dx) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* gr = g.data() + r * d;
+        const float* xr = xv + r * d;
+        double s = 0;
+        for (int64_t i = 0; i < d; ++i) s += static_cast<double>(gr[i]) * w[i] * xr[i];
+        const double rs = rstd[r], c = rs * rs * rs * s / d;
+        for (int64_t j = 0; j < d; ++j)
+          dx[r * d + j] = static_cast<float>(rs * gr[j] * w[j] - c * xr[j]);
+      }
+    });
+    headlab::grad::add(weight, [&](Tensor& dw) {
+      dw.zero_();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < d; ++i) dw[i] += g[r * d + i] * xv[r * d + i] * rstd[r];
+    });
   });
   return out;
 }

@@ -14,7 +14,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/storage.h"
 #include "bench/alloc_counter.h"

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 
 namespace headlab::test {
 

@@ -121,6 +121,7 @@ TEST_CASE("autograd: linear_cat equals one linear per weight side by side") {
 }
 
 TEST_CASE("autograd: linear_cat gradients accumulate through the fused, packed and split paths") {
+  // The packed-parameter invariant and its paths: autograd/packed_params.h.
   Rng rng(3);
   const Tensor x = randn({4, 3}, rng);
   Tensor packed = randn({5, 3}, rng);
@@ -128,22 +129,37 @@ TEST_CASE("autograd: linear_cat gradients accumulate through the fused, packed a
   Var xv(x, false);
   const Var ws[] = {w0, w1};
   const Tensor seed = randn({4, 5}, rng);
+  auto packed_grads = [&] {
+    return w0.grad().shares_storage(w1.grad()) && w0.grad().data() + w0.numel() == w1.grad().data();
+  };
   // 1st backward: no gradient yet -> one GEMM into a new buffer, kept as consecutive blocks.
   linear_cat(xv, ws, {}).backward(seed);
   REQUIRE(w0.has_grad());
-  CHECK(w0.grad().shares_storage(w1.grad()));
-  CHECK(w0.grad().data() + w0.numel() == w1.grad().data());
+  CHECK(packed_grads());
   const std::vector<float> once0 = w0.grad().to_vector(), once1 = w1.grad().to_vector();
   // 2nd: consecutive gradients -> one GEMM with beta 1; the result doubles.
   linear_cat(xv, ws, {}).backward(seed);
   for (size_t i = 0; i < once0.size(); ++i) CHECK(w0.grad()[i] == doctest::Approx(2 * once0[i]));
   for (size_t i = 0; i < once1.size(); ++i) CHECK(w1.grad()[i] == doctest::Approx(2 * once1[i]));
-  // 3rd: separate gradient buffers -> one GEMM per part, still accumulating.
+  // 3rd: gradients reassigned to separate buffers -> re-packed (values kept), still accumulating.
   w0.grad() = w0.grad().clone();
   w1.grad() = w1.grad().clone();
   linear_cat(xv, ws, {}).backward(seed);
+  CHECK(packed_grads());
   for (size_t i = 0; i < once0.size(); ++i) CHECK(w0.grad()[i] == doctest::Approx(3 * once0[i]));
   for (size_t i = 0; i < once1.size(); ++i) CHECK(w1.grad()[i] == doctest::Approx(3 * once1[i]));
+  // Weights in separate storages: gathered for the product, one GEMM per part for dW, each
+  // gradient its own buffer, still accumulating.
+  Var s0(packed.slice(0, 2).clone(), true), s1(packed.slice(2, 5).clone(), true);
+  const Var separate[] = {s0, s1};
+  for (int pass = 1; pass <= 2; ++pass) {
+    linear_cat(xv, separate, {}).backward(seed);
+    CHECK_FALSE(s0.grad().shares_storage(s1.grad()));
+    for (size_t i = 0; i < once0.size(); ++i)
+      CHECK(s0.grad()[i] == doctest::Approx(pass * once0[i]));
+    for (size_t i = 0; i < once1.size(); ++i)
+      CHECK(s1.grad()[i] == doctest::Approx(pass * once1[i]));
+  }
 }
 
 TEST_CASE("autograd: add_layer_norm equals layer_norm of add, with and without affine") {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/grad.h"
 #include "autograd/gradcheck.h"
 #include "autograd/op_checks.h"
 #include "autograd/ops.h"
@@ -39,7 +40,7 @@ Var wrong_triple(const Var& x) {
   Var out = make_output("wrong_triple", x.shape(), {&x});
   for (int64_t i = 0; i < x.numel(); ++i) out.value()[i] = 3.0f * x.value()[i];
   record("wrong_triple", out, [x](const Tensor& g) {
-    accumulate_grad(x, [&](Tensor& dst) {
+    grad::add(x, [&](Tensor& dst) {
       for (int64_t i = 0; i < g.numel(); ++i) dst[i] = 3.0f * g[i] + (i == 2 ? 1.0f : 0.0f);
     });
   });

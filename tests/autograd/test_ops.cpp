@@ -263,4 +263,14 @@ TEST_CASE("autograd: shape mistakes name the op and both shapes") {
   CHECK_THROWS_WITH_AS(mean(Var(Tensor::zeros({0, 3}))),
                        doctest::Contains("mean: input of shape [0, 3]"), Error);
   CHECK_THROWS_WITH_AS(softmax(Var()), doctest::Contains("softmax: an input is undefined"), Error);
+  // make_output skips undefined inputs (the absent optional ones), so each op checks its
+  // required ones before reading them.
+  for (auto* binary : {&matmul, &batched_matmul})
+    CHECK_THROWS_WITH_AS(binary(Var(), a, false, false),
+                         doctest::Contains("matmul: an input is undefined"), Error);
+  CHECK_THROWS_WITH_AS(sum(Var()), doctest::Contains("sum: an input is undefined"), Error);
+  CHECK_THROWS_WITH_AS(scale(Var(), 2.0f), doctest::Contains("scale: an input is undefined"),
+                       Error);
+  CHECK_THROWS_WITH_AS(layer_norm(Var(), a, Var()),
+                       doctest::Contains("layer_norm: an input is undefined"), Error);
 }

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 
 namespace headlab::kernel_test {

@@ -1,4 +1,4 @@
-// Parity of the fused kernels (core/kernels_fused.cpp, fast_kernels.cpp, fast_attention.cpp) on
+// Parity of the fused kernels (core/kernels/: fused.cpp, fast.cpp, attention_fast.cpp) on
 // the blas and onednn backends with the reference loops. Sizes cover the vector tails (17, 21),
 // score rows longer than the 64-key register path (70), and the widths the encoder presets use.
 //
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "tests/core/kernel_test_util.h"
@@ -225,7 +225,7 @@ TEST_CASE("core: fused attention forward and backward match the reference") {
 }
 
 TEST_CASE("core: fused kernels split rows among threads and match the reference") {
-  // Sizes large enough that each kernel takes two threads (fast_kernels.h: threads_for).
+  // Sizes large enough that each kernel takes two threads (core/kernels/fast.h: threads_for).
   Rng rng(10);
   const Kernels& ref = kernels_for(Backend::reference);
   const Kernels& fast = kernels_for(Backend::onednn);

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/kernels.h"
-#include "core/kernels_backends.h"
+#include "core/kernels/kernels.h"
+#include "core/kernels/backends.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "tests/core/kernel_test_util.h"

@@ -1,7 +1,7 @@
 // MultiHeadAttention's fast path (self-attention: one GEMM for Q, K and V, then the fused
 // self_attention op) computes the same function as its generic path (separate projections,
 // split_heads, batched_matmul, masked_fill, softmax, dropout, merge_heads), values and
-// gradients, on every backend.
+// gradients, on every backend. The packed storage it relies on: test_packed_params.cpp.
 
 #include <doctest/doctest.h>
 
@@ -17,30 +17,6 @@ using namespace headlab;
 using namespace headlab::testing;
 using headlab::test::BackendScope;
 using headlab::test::kAllBackends;
-
-namespace {
-
-bool consecutive(const Tensor& a, const Tensor& b) {
-  return a.shares_storage(b) && a.data() + a.numel() == b.data();
-}
-
-}  // namespace
-
-TEST_CASE("layers: multi_head_attention keeps w_q, w_k, w_v (and biases) in one buffer") {
-  Rng rng(1);
-  MultiHeadAttention mha({8, 2}, rng);
-  CHECK(consecutive(mha.w_q->weight.value(), mha.w_k->weight.value()));
-  CHECK(consecutive(mha.w_k->weight.value(), mha.w_v->weight.value()));
-  CHECK(consecutive(mha.w_q->bias.value(), mha.w_k->bias.value()));
-  CHECK(consecutive(mha.w_k->bias.value(), mha.w_v->bias.value()));
-  // Same draws as before packing: a layer built from the same seed has the same values.
-  Rng rng2(1);
-  MultiHeadAttention again({8, 2}, rng2);
-  CHECK(max_abs_diff(mha.w_v->weight.value(), again.w_v->weight.value()) == 0.0);
-  // Loading a state dict copies into the packed buffer and keeps it.
-  mha.load_state_dict(again.state_dict());
-  CHECK(consecutive(mha.w_q->weight.value(), mha.w_k->weight.value()));
-}
 
 TEST_CASE("layers: multi_head_attention fast path equals the generic path") {
   struct Setup {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "layers/layer_checks.h"
 #include "layers/registry.h"

@@ -18,7 +18,7 @@
 #include "bench/kernels.h"
 #include "bench/step.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
 

@@ -12,7 +12,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/op_checks.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "layers/layer_checks.h"
 #include "train/cli/commands.h"

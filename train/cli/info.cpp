@@ -5,7 +5,7 @@
 
 #include <fmt/core.h>
 
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/run/checkpoint.h"
 #include "train/io/files.h"

@@ -5,7 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "core/kernels.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "layers/encoder.h"

@@ -1,13 +1,13 @@
-// oneDNN backend: matmul, softmax, log-softmax, layer normalization and eltwise primitives
-// (oneDNN 2.x operation-descriptor API), cached per shape in core/onednn_cache.h.
+// The onednn flavour of FastKernels: matmul, softmax, log-softmax, layer normalization and
+// eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h.
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 
-#include "core/kernels_backends.h"
-#include "core/onednn_cache.h"
+#include "core/kernels/backends.h"
+#include "core/kernels/onednn_cache.h"
 
 namespace headlab {
 namespace {
@@ -126,13 +126,19 @@ Entry& eltwise_entry(Op op, dnnl::algorithm algo, int64_t n) {
   });
 }
 
+// Forward: {x, y}; backward: {x, dy, dx}.
+void eltwise(Op op, dnnl::algorithm algo, int64_t n, std::initializer_list<const void*> data) {
+  if (n == 0) return;
+  eltwise_entry(op, algo, n).execute(data);
+}
+
 }  // namespace
 
 size_t onednn_cached_primitives() {
   return onednn::cache_size();
 }
 
-void OneDnnKernels::gemm(const GemmDesc& desc, const float* a, const float* b, float* c) const {
+void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b, float* c) const {
   GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;
   if (d.k == 0) return scale_only(d, c);
@@ -273,23 +279,19 @@ void OneDnnKernels::layer_norm_backward(const float* x, const float* gamma, cons
 }
 
 void OneDnnKernels::relu_forward(const float* x, float* y, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_fwd, dnnl::algorithm::eltwise_relu, n).execute({x, y});
+  eltwise(Op::eltwise_fwd, dnnl::algorithm::eltwise_relu, n, {x, y});
 }
 
 void OneDnnKernels::relu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_bwd, dnnl::algorithm::eltwise_relu, n).execute({x, dy, dx});
+  eltwise(Op::eltwise_bwd, dnnl::algorithm::eltwise_relu, n, {x, dy, dx});
 }
 
 void OneDnnKernels::gelu_forward(const float* x, float* y, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_fwd, dnnl::algorithm::eltwise_gelu_erf, n).execute({x, y});
+  eltwise(Op::eltwise_fwd, dnnl::algorithm::eltwise_gelu_erf, n, {x, y});
 }
 
 void OneDnnKernels::gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
-  if (n == 0) return;
-  eltwise_entry(Op::eltwise_bwd, dnnl::algorithm::eltwise_gelu_erf, n).execute({x, dy, dx});
+  eltwise(Op::eltwise_bwd, dnnl::algorithm::eltwise_gelu_erf, n, {x, dy, dx});
 }
 
 }  // namespace headlab

@@ -1,16 +1,22 @@
 #pragma once
-// Compute kernels behind one interface, so the backend is chosen at run time.
+// Compute kernels behind one interface, so the backend is chosen at run time. Two
+// implementations (core/kernels/backends.h), three run-time backends:
 //
-//   reference  plain loops (double accumulation where it matters): the oracle in tests
-//   blas       OpenBLAS cblas_sgemm for matrix products; the rest as reference
-//   onednn     oneDNN matmul, softmax, layer normalization and eltwise primitives
+//   reference  ReferenceKernels: plain loops written from the formulas, double accumulation
+//              where it matters. The oracle in tests.
+//   blas       FastKernels with OpenBLAS cblas_sgemm for matrix products; softmax, LayerNorm and
+//              the activations from the reference loops (OpenBLAS has none).
+//   onednn     FastKernels with oneDNN primitives for matrix products (bias and ReLU fused into
+//              gemm_bias_act), softmax, layer normalization and the activations.
+//
+// FastKernels' own are the fused kernels and the fused attention: vectorized loops (AVX-512
+// where the CPU has it), the same on both fast backends.
 //
 // All pointers are row-major fp32. Kernels write their outputs (they never accumulate, except
-// gemm through beta); accumulation into gradients is the caller's business. Sizes of zero are
-// allowed and do nothing.
+// gemm through beta and the backward kernels that take an accumulate flag); accumulation into
+// gradients is the caller's business. Sizes of zero are allowed and do nothing.
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,7 +49,15 @@ struct GemmDesc {
   GemmDesc resolved() const;
 };
 
-// Shapes and options of the fused attention kernels (Kernels::attention_forward).
+// Shapes and options of the fused multi-head self-attention (Kernels::attention_forward and
+// attention_backward; readable in attention_reference.cpp, fast in attention_fast.cpp). Both
+// implementations work on the same packed layouts, with B batch, T tokens, h heads of width d:
+//   qkv [B, T, 3, h, d]  each token's Q, K and V side by side (what linear_cat of w_q, w_k, w_v
+//                        gives): Q of head i at columns [i d, (i + 1) d), K h d later, V 2 h d
+//   p   [B, h, T, T]     the softmax weights per head, saved for backward (p_drop likewise:
+//                        p times the dropout multipliers)
+//   out [B, T, h, d]     the heads side by side (merge_heads' layout), ready for w_o
+// so no head-major copy of Q, K, V or the output is made.
 struct AttentionDesc {
   int64_t batch = 0, heads = 0, len = 0, dim = 0;  // B, h, T, d
   float scale = 1.0f;
@@ -52,88 +66,90 @@ struct AttentionDesc {
   const float* dropout_mask = nullptr;      // [B, h, T, T] multipliers (0 or 1/(1-p)), or null
 };
 
+// The batched GEMMs the fused attention stands for (what the composed ops would run): forward
+// S = scale Q K^T and O = P' V; backward dP' = dO V^T, dV = P'^T dO, dQ = scale dS K and
+// dK = scale dS^T Q, each batched over the B h heads. GEMM observers receive these, so a
+// benchmark's GEMM-only time counts the same products with the fused kernel as without it.
+std::vector<GemmDesc> attention_gemms(const AttentionDesc& d, bool backward);
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
   virtual Backend backend() const = 0;
 
-  virtual void gemm(const GemmDesc& d, const float* a, const float* b, float* c) const;
+  virtual void gemm(const GemmDesc& d, const float* a, const float* b, float* c) const = 0;
 
   // Softmax over each row of [rows, cols]. Entries of -inf get weight 0; a row that is all
   // -inf gives all zeros (never NaN).
-  virtual void softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const;
+  virtual void softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const = 0;
   // dx = y * (dy - sum_j dy_j y_j), row by row.
   virtual void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                                int64_t cols) const;
+                                int64_t cols) const = 0;
   // y = x - logsumexp(x) per row; a row that is all -inf gives all -inf.
-  virtual void log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const;
+  virtual void log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const = 0;
   // dx = dy - exp(y) * sum_j dy_j, row by row (y is the log-softmax output).
   virtual void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                                    int64_t cols) const;
+                                    int64_t cols) const = 0;
 
   // y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd ([rows] each).
   // gamma and beta may be null (no affine transform).
-  virtual void layer_norm_forward(const float* x, const float* gamma, const float* beta,
-                                  float* y, float* mean, float* rstd, int64_t rows, int64_t cols,
-                                  float eps) const;
+  virtual void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                                  float* mean, float* rstd, int64_t rows, int64_t cols,
+                                  float eps) const = 0;
   // Writes dx [rows, cols] and, when non-null, dgamma and dbeta [cols] (summed over rows).
   virtual void layer_norm_backward(const float* x, const float* gamma, const float* mean,
                                    const float* rstd, const float* dy, float* dx, float* dgamma,
-                                   float* dbeta, int64_t rows, int64_t cols) const;
+                                   float* dbeta, int64_t rows, int64_t cols) const = 0;
 
-  virtual void relu_forward(const float* x, float* y, int64_t n) const;
-  virtual void relu_backward(const float* x, const float* dy, float* dx, int64_t n) const;
+  virtual void relu_forward(const float* x, float* y, int64_t n) const = 0;
+  virtual void relu_backward(const float* x, const float* dy, float* dx, int64_t n) const = 0;
   // GELU in its exact erf form, x * Phi(x), as PyTorch's default.
-  virtual void gelu_forward(const float* x, float* y, int64_t n) const;
-  virtual void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const;
+  virtual void gelu_forward(const float* x, float* y, int64_t n) const = 0;
+  virtual void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const = 0;
 
-  // ---- Fused kernels (core/kernels_fused.cpp): one pass where the composed ops take several.
-  // The base class implements them for every backend: plain loops with double accumulation for
-  // the reference backend (the oracle in tests), vectorized loops for blas and onednn (onednn
-  // also fuses gemm_bias_act's epilogue into its matmul). A backend may override them.
+  // ---- Fused kernels: one pass where the composed ops take several.
 
   // C = act(op(A) op(B) + bias) for one product (d.batch 1, d.alpha 1, d.beta 0; throws
   // InternalError otherwise): bias [n] (null: none) is added to every row of C [m, n]; act is
   // max(0, .) when relu, else the identity.
   virtual void gemm_bias_act(const GemmDesc& d, const float* a, const float* b, const float* bias,
-                             bool relu, float* c) const;
+                             bool relu, float* c) const = 0;
   // Bias gradient of [rows, cols] rows, with the ReLU backward fused in when y is non-null:
   //   dz = dy * (y > 0) (written to dz, which may alias dy), db[j] = sum_r dz[r, j].
   // With y null, dz is not written and db sums dy. db may be null (no bias).
   virtual void bias_act_backward(const float* dy, const float* y, float* dz, float* db,
-                                 int64_t rows, int64_t cols) const;
+                                 int64_t rows, int64_t cols) const = 0;
   // y = LayerNorm(x + r) per row of [rows, cols]: xhat = (s - mean(s)) * rstd with s = x + r and
   // rstd = 1 / sqrt(var(s) + eps) (biased variance), y = xhat * gamma + beta (gamma, beta [cols]
   // or null). Writes y, xhat [rows, cols] and rstd [rows] (what the backward needs).
   virtual void add_layer_norm_forward(const float* x, const float* r, const float* gamma,
                                       const float* beta, float* y, float* xhat, float* rstd,
-                                      int64_t rows, int64_t cols, float eps) const;
+                                      int64_t rows, int64_t cols, float eps) const = 0;
   // Its backward from the saved xhat and rstd: with u = dy * gamma (dy without gamma),
-  //   ds = rstd * (u - mean(u) - xhat * mean(u * xhat)),  dgamma = sum_r dy xhat,  dbeta = sum_r dy.
+  //   ds = rstd * (u - mean(u) - xhat * mean(u * xhat)),  dgamma = sum_r dy xhat,  dbeta = sum_r
+  //   dy.
   // ds is the gradient of both x and r: it is written to dx, and to dr when non-null; a target
   // whose accumulate flag is set gets ds added instead (no temporary for a gradient that
   // already holds a contribution). dgamma and dbeta ([cols], written) may be null.
   virtual void add_layer_norm_backward(const float* xhat, const float* rstd, const float* gamma,
                                        const float* dy, float* dx, bool accumulate_dx, float* dr,
                                        bool accumulate_dr, float* dgamma, float* dbeta,
-                                       int64_t rows, int64_t cols) const;
+                                       int64_t rows, int64_t cols) const = 0;
 
-  // Fused multi-head self-attention over packed projections (autograd's self_attention). qkv
-  // [B, T, 3, h, d] holds each token's Q, K and V side by side. Per batch item b and head i:
-  //   P = softmax(scale Q K^T + masks)  [T, T] -> p [B, h, T, T] (a row with every key masked
-  //       is zeros); P' = P * dropout multipliers -> p_drop (only with a dropout mask);
-  //   O = P' V (P V without dropout)    [T, d] -> out [B, T, h, d] (heads side by side).
-  // Masks as in AttentionDesc. The products are the batched GEMMs the composed ops would run;
-  // the fast build computes them per head in registers, with no head-major copies.
-  virtual void attention_forward(const AttentionDesc& d, const float* qkv, float* p,
-                                 float* p_drop, float* out) const;
+  // Fused multi-head self-attention over packed projections (autograd's self_attention; layouts
+  // of qkv, p and out at AttentionDesc). Per batch item b and head i:
+  //   P = softmax(scale Q K^T + masks)  [T, T] -> p (a row with every key masked is zeros);
+  //   P' = P * dropout multipliers -> p_drop (only with a dropout mask);
+  //   O = P' V (P V without dropout)    [T, d] -> out.
+  virtual void attention_forward(const AttentionDesc& d, const float* qkv, float* p, float* p_drop,
+                                 float* out) const = 0;
   // Its backward from dout [B, T, h, d] and the saved p (and p_drop): with dP' = dO V^T and
   // dS = P * (dP - rowsum(P * dP)), dP = dP' * multipliers,
   //   dQ = scale dS K, dK = scale dS^T Q, dV = P'^T dO  -> dqkv [B, T, 3, h, d],
   // written, or added into dqkv when accumulate.
   virtual void attention_backward(const AttentionDesc& d, const float* qkv, const float* p,
                                   const float* p_drop, const float* dout, float* dqkv,
-                                  bool accumulate) const;
+                                  bool accumulate) const = 0;
 };
 
 // The active backend's kernels (default: resolve_auto_backend()). Not thread-safe to switch
@@ -143,10 +159,18 @@ const Kernels& kernels_for(Backend b);
 void set_backend(Backend b);
 Backend current_backend();
 
-// For benchmarks (the GEMM-only time of a training step): while `out` is non-null, kernels()
-// returns a wrapper around the active backend that appends every gemm's descriptor to *out
-// before running it; null stops recording. Set it from the thread that runs the kernels, while
-// nothing else computes.
-void record_gemms(std::vector<GemmDesc>* out);
+// Sees the matrix products the kernels run, for benchmarks (the GEMM-only time of a training
+// step). Every implementation reports the descriptor of each gemm and gemm_bias_act call, and
+// for the fused attention the attention_gemms() it stands for, before computing.
+class GemmObserver {
+ public:
+  virtual ~GemmObserver() = default;
+  virtual void on_gemm(const GemmDesc& d) = 0;
+};
+
+// Installs `observer` for every backend (null, the default, removes it; an unset observer costs
+// one relaxed atomic load per call). Set it from the thread that runs the kernels, while nothing
+// else computes; the observer must outlive its installation.
+void set_gemm_observer(GemmObserver* observer);
 
 }  // namespace headlab

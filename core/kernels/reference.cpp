@@ -1,26 +1,18 @@
-// The reference kernels: plain loops, written from the formulas, with double accumulation.
-// They are the base-class implementations, so a fast backend overrides only what it speeds up.
+// The reference kernels: plain loops, written from the formulas, with double accumulation. The
+// oracle of the kernel tests; the blas backend runs the plain ops (softmax, LayerNorm, the
+// activations) from here too.
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "core/kernels.h"
+#include "core/kernels/backends.h"
 
 namespace headlab {
 
-GemmDesc GemmDesc::resolved() const {
-  GemmDesc d = *this;
-  if (d.lda == 0) d.lda = d.trans_a ? d.m : d.k;
-  if (d.ldb == 0) d.ldb = d.trans_b ? d.k : d.n;
-  if (d.ldc == 0) d.ldc = d.n;
-  if (d.stride_a == 0) d.stride_a = d.m * d.k;
-  if (d.stride_b == 0) d.stride_b = d.k * d.n;
-  if (d.stride_c == 0) d.stride_c = d.m * d.n;
-  return d;
-}
+namespace detail {
 
-void Kernels::gemm(const GemmDesc& desc, const float* a, const float* b, float* c) const {
+void reference_gemm(const GemmDesc& desc, const float* a, const float* b, float* c) {
   const GemmDesc d = desc.resolved();
   for (int64_t bi = 0; bi < d.batch; ++bi) {
     const float* A = a + bi * d.stride_a;
@@ -41,56 +33,75 @@ void Kernels::gemm(const GemmDesc& desc, const float* a, const float* b, float* 
   }
 }
 
-void Kernels::softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace detail
+
+void ReferenceKernels::gemm(const GemmDesc& d, const float* a, const float* b, float* c) const {
+  detail::observe_gemm(d);
+  detail::reference_gemm(d, a, b, c);
+}
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A row's maximum and sum_j exp(x_j - max) in double; max is -inf for a fully masked row.
+struct ExpSum {
+  float max;
+  double sum;
+};
+ExpSum exp_sum(const float* xr, int64_t cols) {
+  float max = kNegInf;
+  for (int64_t j = 0; j < cols; ++j) max = std::max(max, xr[j]);
+  double sum = 0.0;
+  if (max != kNegInf)
+    for (int64_t j = 0; j < cols; ++j) sum += std::exp(static_cast<double>(xr[j]) - max);
+  return {max, sum};
+}
+
+}  // namespace
+
+void ReferenceKernels::softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
-    float max = kNegInf;
-    for (int64_t j = 0; j < cols; ++j) max = std::max(max, xr[j]);
-    if (max == kNegInf) {  // fully masked row
+    const ExpSum e = exp_sum(xr, cols);
+    if (e.max == kNegInf) {  // fully masked row
       std::fill_n(yr, cols, 0.0f);
       continue;
     }
-    double sum = 0.0;
-    for (int64_t j = 0; j < cols; ++j) sum += std::exp(static_cast<double>(xr[j]) - max);
     for (int64_t j = 0; j < cols; ++j)
-      yr[j] = static_cast<float>(std::exp(static_cast<double>(xr[j]) - max) / sum);
+      yr[j] = static_cast<float>(std::exp(static_cast<double>(xr[j]) - e.max) / e.sum);
   }
 }
 
-void Kernels::softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                               int64_t cols) const {
+void ReferenceKernels::softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
+                                        int64_t cols) const {
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = y + r * cols;
     const float* gr = dy + r * cols;
     double dot = 0.0;
     for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(gr[j]) * yr[j];
-    for (int64_t j = 0; j < cols; ++j)
-      dx[r * cols + j] = static_cast<float>(yr[j] * (gr[j] - dot));
+    for (int64_t j = 0; j < cols; ++j) dx[r * cols + j] = static_cast<float>(yr[j] * (gr[j] - dot));
   }
 }
 
-void Kernels::log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+void ReferenceKernels::log_softmax_forward(const float* x, float* y, int64_t rows,
+                                           int64_t cols) const {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
-    float max = kNegInf;
-    for (int64_t j = 0; j < cols; ++j) max = std::max(max, xr[j]);
-    if (max == kNegInf) {
+    const ExpSum e = exp_sum(xr, cols);
+    if (e.max == kNegInf) {
       std::fill_n(yr, cols, kNegInf);
       continue;
     }
-    double sum = 0.0;
-    for (int64_t j = 0; j < cols; ++j) sum += std::exp(static_cast<double>(xr[j]) - max);
-    const double lse = max + std::log(sum);
+    const double lse = e.max + std::log(e.sum);
     for (int64_t j = 0; j < cols; ++j) yr[j] = static_cast<float>(xr[j] - lse);
   }
 }
 
-void Kernels::log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
-                                   int64_t cols) const {
+void ReferenceKernels::log_softmax_backward(const float* y, const float* dy, float* dx,
+                                            int64_t rows, int64_t cols) const {
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = y + r * cols;
     const float* gr = dy + r * cols;
@@ -101,9 +112,9 @@ void Kernels::log_softmax_backward(const float* y, const float* dy, float* dx, i
   }
 }
 
-void Kernels::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
-                                 float* mean, float* rstd, int64_t rows, int64_t cols,
-                                 float eps) const {
+void ReferenceKernels::layer_norm_forward(const float* x, const float* gamma, const float* beta,
+                                          float* y, float* mean, float* rstd, int64_t rows,
+                                          int64_t cols, float eps) const {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     double m = 0.0;
@@ -127,9 +138,10 @@ void Kernels::layer_norm_forward(const float* x, const float* gamma, const float
 // With xhat = (x - mean) * rstd and g = dy * gamma:
 //   dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat)),
 //   dgamma = sum_rows dy * xhat, dbeta = sum_rows dy.
-void Kernels::layer_norm_backward(const float* x, const float* gamma, const float* mean,
-                                  const float* rstd, const float* dy, float* dx, float* dgamma,
-                                  float* dbeta, int64_t rows, int64_t cols) const {
+void ReferenceKernels::layer_norm_backward(const float* x, const float* gamma, const float* mean,
+                                           const float* rstd, const float* dy, float* dx,
+                                           float* dgamma, float* dbeta, int64_t rows,
+                                           int64_t cols) const {
   if (dgamma) std::fill_n(dgamma, cols, 0.0f);
   if (dbeta) std::fill_n(dbeta, cols, 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
@@ -154,15 +166,15 @@ void Kernels::layer_norm_backward(const float* x, const float* gamma, const floa
   }
 }
 
-void Kernels::relu_forward(const float* x, float* y, int64_t n) const {
+void ReferenceKernels::relu_forward(const float* x, float* y, int64_t n) const {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void Kernels::relu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
+void ReferenceKernels::relu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
   for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-void Kernels::gelu_forward(const float* x, float* y, int64_t n) const {
+void ReferenceKernels::gelu_forward(const float* x, float* y, int64_t n) const {
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];
     y[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
@@ -170,7 +182,7 @@ void Kernels::gelu_forward(const float* x, float* y, int64_t n) const {
 }
 
 // d/dx [x Phi(x)] = Phi(x) + x phi(x).
-void Kernels::gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
+void ReferenceKernels::gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const {
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];
     const double cdf = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));

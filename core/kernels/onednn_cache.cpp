@@ -1,4 +1,4 @@
-#include "core/onednn_cache.h"
+#include "core/kernels/onednn_cache.h"
 
 #include <omp.h>
 
