@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "autograd/gradcheck.h"
 #include "core/error.h"
 #include "layers/encoder.h"
@@ -44,7 +42,7 @@ bool check_gradients() {
   ok &= report("rms_norm op (x, weight)", gradcheck([&] { return custom::rms_norm(x, w, 1e-6f); },
                                                      {x, w}));
   // The layer as a config would build it, on [2, 3, 8] inputs.
-  auto layer = make_layer("rms_norm", toml::table{{"d_model", 8}, {"eps", 1e-5}}, rng);
+  auto layer = make_layer("rms_norm", OptionMap{{"d_model", 8}, {"eps", 1e-5}}, rng);
   ok &= report("rms_norm layer from the registry", gradcheck_sequence_layer(*layer, 8, 1));
   // Every registered layer, the new one included, as `headlab gradcheck` runs them.
   for (const GradcheckCase& c : registry_gradcheck_cases())

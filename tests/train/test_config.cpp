@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
+#include "layers/registry.h"
 #include "train/config/config.h"
 #include "train/config/schema.h"
 
@@ -217,7 +219,7 @@ TEST_CASE("train: config --set overrides with TOML values, arrays included, befo
   CHECK(c.task.relations == std::vector<std::string>{"PREV", "SEM", "NEXT"});
   CHECK(c.optim.lr == 2e-2);  // the later --set wins
   CHECK(c.where("model.heads") == "--set model.heads=8");
-  REQUIRE(c.model.norm_options);
+  REQUIRE(c.model.norm_options.contains("eps"));
   CHECK(has(to_toml(c), "[model.norm_options]\neps = 1e-06\n"));
 
   // Applied before validation: the override repairs what the file alone gets wrong.
@@ -263,6 +265,28 @@ TEST_CASE("train: config resolved TOML round-trips with the same hash") {
   Config changed = back;
   changed.optim.lr *= 2;
   CHECK(config_hash(changed) != config_hash(c));
+}
+
+TEST_CASE("train: config layer options become an OptionMap that remembers every position") {
+  const Config c = parse_config(kTask + "[model.norm_options]\neps = \"small\"\naffine = true\n",
+                                "t.toml", std::vector<std::string>{"model.norm_options.x=[1, 2]"});
+  const OptionMap& o = c.model.norm_options;
+  REQUIRE(o.size() == 3);
+  CHECK(o.begin()->first == "affine");  // ordered by name, as the resolved config writes them
+  CHECK(o.find("eps")->where == "t.toml:4:7");
+  CHECK(o.find("eps")->key_where == "t.toml:4:1");
+  REQUIRE(o.find("x")->get_if<OptionArray>());
+  CHECK(o.find("x")->get_if<OptionArray>()->size() == 2);
+  CHECK(o.find("x")->where.starts_with("--set model.norm_options.x=[1, 2]:"));
+  // The layer's own messages carry the positions.
+  Rng rng(1);
+  const OptionMap inherited{{"d_model", 8}};
+  CHECK_THROWS_WITH_AS(make_layer("layer_norm", o, inherited, rng),
+                       "layers: option 'eps' of layer 'layer_norm' is a string but expected a "
+                       "number (t.toml:4:7)",
+                       Error);
+  CHECK_HAS(error_of(kTask + "[model.norm_options]\nx = {a = 1}\n"),
+            "t.toml:4:5: model.norm_options.x is a table, but layer options are plain values");
 }
 
 TEST_CASE("train: config shape differences list what a checkpoint cannot load into") {

@@ -1,56 +1,20 @@
-// Reading the config: toml++ parses, the key schema (config_schema.h) decides what is allowed.
-// This is the only file that includes toml++ (it compiles slowly).
+// Reading the config: toml++ parses, the key schema (schema.h) decides what is allowed.
+// Writing it back (to_toml, the hash, differences) is resolved.cpp.
 
 #include "train/config/config.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-
-#include <toml++/toml.h>
 
 #include "core/error.h"
 #include "layers/registry.h"
 #include "train/config/schema.h"
-
-static_assert(std::is_same_v<toml::table, toml::v3::table>,
-              "train/config.h declares toml::v3::table; update it to this toml++ version");
+#include "train/config/toml_values.h"
 
 namespace headlab {
 namespace {
-
-std::string position(const toml::source_region& src, std::string_view fallback) {
-  const std::string path = src.path ? *src.path : std::string(fallback);
-  return fmt::format("{}:{}:{}", path, src.begin.line, src.begin.column);
-}
-
-const char* node_type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "table";
-    case toml::node_type::array:
-      return "array";
-    case toml::node_type::string:
-      return "string";
-    case toml::node_type::integer:
-      return "integer";
-    case toml::node_type::floating_point:
-      return "float";
-    case toml::node_type::boolean:
-      return "boolean";
-    case toml::node_type::date:
-      return "date";
-    case toml::node_type::time:
-      return "time";
-    case toml::node_type::date_time:
-      return "date-time";
-    default:
-      return "none";
-  }
-}
 
 // One key's value as found in the file or an override, before conversion.
 struct Entry {
@@ -59,54 +23,10 @@ struct Entry {
   std::string where;
 };
 
-[[noreturn]] void type_error(const KeySpec& spec, const toml::node& node, const std::string& where,
-                             std::string_view detail = {}) {
-  fail("{}: {} has type {}{} but expected {}", where, spec.key, node_type_name(node), detail,
-       expected_text(spec));
-}
-
 ConfigValue convert(const KeySpec& spec, const toml::node& node, const std::string& where) {
-  switch (spec.type) {
-    case KeyType::integer:
-      if (auto v = node.as_integer()) return v->get();
-      break;
-    case KeyType::real:
-      if (auto v = node.as_floating_point()) return v->get();
-      if (auto v = node.as_integer()) return static_cast<double>(v->get());
-      break;
-    case KeyType::boolean:
-      if (auto v = node.as_boolean()) return v->get();
-      break;
-    case KeyType::string:
-      if (auto v = node.as_string()) return v->get();
-      break;
-    case KeyType::real_array:
-    case KeyType::string_array: {
-      const toml::array* arr = node.as_array();
-      if (!arr) break;
-      std::vector<double> reals;
-      std::vector<std::string> strings;
-      for (size_t i = 0; i < arr->size(); ++i) {
-        const toml::node& e = *arr->get(i);
-        const std::string detail = fmt::format(" at element {}", i);
-        if (spec.type == KeyType::string_array) {
-          if (auto s = e.as_string())
-            strings.push_back(s->get());
-          else
-            type_error(spec, e, where, detail);
-        } else if (auto f = e.as_floating_point()) {
-          reals.push_back(f->get());
-        } else if (auto n = e.as_integer()) {
-          reals.push_back(static_cast<double>(n->get()));
-        } else {
-          type_error(spec, e, where, detail);
-        }
-      }
-      if (spec.type == KeyType::string_array) return strings;
-      return reals;
-    }
-  }
-  type_error(spec, node, where);
+  OptionValue value = to_option_value(node, where);
+  value.where = where;
+  return convert_option(spec.key, spec, value);
 }
 
 // A known leaf name in another table ("train.lr" -> "optim.lr"), else the closest dotted key.
@@ -244,26 +164,37 @@ Override parse_override(const std::string& arg) {
   return o;
 }
 
-// Builds the option table of each slot from the file's table and the overrides into it.
-void resolve_option_tables(Collected& collected, std::vector<Override>& overrides, Config& config) {
+// A layer option's value; nested tables are refused (a layer reads plain values).
+OptionValue layer_option(const std::string& table, const std::string& key,
+                         const toml::node& node, std::string_view source) {
+  if (node.is_table())
+    fail("{}: {}.{} is a table, but layer options are plain values",
+         position(node.source(), source), table, key);
+  return to_option_value(node, source);
+}
+
+// Builds the options of each slot from the file's table and the overrides into it, ordered by
+// name.
+void resolve_option_tables(const Collected& collected, const std::vector<Override>& overrides,
+                           Config& config) {
   for (const auto& spec : option_tables()) {
-    auto table = std::make_shared<toml::table>();
+    OptionMap options;
     if (auto it = collected.option_tables.find(spec.key); it != collected.option_tables.end()) {
-      *table = std::move(*it->second);
-      config.origins[spec.key] = collected.option_origins[spec.key];
+      for (auto&& [k, node] : *it->second) {
+        OptionValue v = layer_option(spec.key, std::string(k.str()), node, config.source);
+        v.key_where = position(k.source(), config.source);
+        options.set(std::string(k.str()), std::move(v));
+      }
+      config.origins[spec.key] = collected.option_origins.at(spec.key);
     }
-    for (auto& o : overrides) {
+    for (const auto& o : overrides) {
       if (!o.key.starts_with(spec.key + ".")) continue;
       const std::string option = o.key.substr(spec.key.size() + 1);
-      o.holder.get("value")->visit(
-          [&](auto&& value) { table->insert_or_assign(option, std::move(value)); });
+      options.set(option, layer_option(spec.key, option, *o.holder.get("value"), config.source));
       config.origins[o.key] = o.where;
     }
-    for (auto&& [k, value] : *table)
-      if (value.is_table())
-        fail("{}: {}.{} is a table, but layer options are plain values",
-             position(value.source(), config.source), spec.key, k.str());
-    if (!table->empty()) config.model.*spec.member = std::move(table);
+    options.sort();
+    config.model.*spec.member = std::move(options);
   }
 }
 
@@ -314,43 +245,7 @@ Config resolve(toml::table& root, std::string_view source,
   return config;
 }
 
-// A value as format_value spells it (shortest round-trip floats), so the resolved config and
-// the hash do not depend on toml++'s formatter.
-std::string node_text(const toml::node& node) {
-  if (auto v = node.as_integer()) return format_value(v->get());
-  if (auto v = node.as_floating_point()) return format_value(v->get());
-  if (auto v = node.as_boolean()) return format_value(v->get());
-  if (auto v = node.as_string()) return format_value(v->get());
-  if (auto a = node.as_array()) {
-    std::string out = "[";
-    for (size_t i = 0; i < a->size(); ++i) out += (i ? ", " : "") + node_text(*a->get(i));
-    return out + "]";
-  }
-  std::ostringstream text;
-  node.visit([&](const auto& n) { text << toml::toml_formatter{n}; });
-  return text.str();
-}
-
-std::string options_text(const toml::table* table) {
-  std::string out;
-  if (!table) return out;
-  for (auto&& [k, value] : *table) {
-    const std::string_view key = k.str();
-    const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-    });
-    out += fmt::format("{} = {}\n", bare ? std::string(key) : format_value(std::string(key)),
-                       node_text(value));
-  }
-  return out;
-}
-
 }  // namespace
-
-std::string Config::where(const std::string& key) const {
-  auto it = origins.find(key);
-  return it != origins.end() ? it->second : source;
-}
 
 Config parse_config(std::string_view toml_text, std::string_view source_name,
                     std::span<const std::string> overrides) {
@@ -381,69 +276,6 @@ Config load_config(const std::filesystem::path& file, std::span<const std::strin
   }
   if (in.bad()) fail("{}: error while reading the config file", file.string());
   return parse_config(text, file.string(), overrides);
-}
-
-std::string to_toml(const Config& config) {
-  std::string out = "# headlab resolved config: every key, defaults filled in.\n";
-  std::string table;
-  auto close_table = [&] {
-    if (table != "model") return;
-    for (const auto& t : option_tables())
-      if (const std::string text = options_text((config.model.*t.member).get()); !text.empty())
-        out += fmt::format("\n[{}]\n{}", t.key, text);
-  };
-  for (const auto& spec : config_keys()) {
-    const size_t dot = spec.key.find('.');
-    const std::string t = spec.key.substr(0, dot);
-    if (t != table) {
-      close_table();
-      out += fmt::format("\n[{}]\n", t);
-      table = t;
-    }
-    out += fmt::format("{} = {}\n", spec.key.substr(dot + 1), format_value(spec.get(config)));
-  }
-  close_table();
-  return out;
-}
-
-std::string config_hash(const Config& config) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : to_toml(config)) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
-namespace {
-
-std::vector<std::string> differences(const Config& saved, const Config& current, bool shape_only) {
-  std::vector<std::string> out;
-  for (const auto& spec : config_keys()) {
-    if (shape_only && !spec.shape) continue;
-    const std::string a = format_value(spec.get(saved)), b = format_value(spec.get(current));
-    if (a != b) out.push_back(fmt::format("{}: {} (checkpoint) vs {} (config)", spec.key, a, b));
-  }
-  // Layer options can change shapes (a bias switched off), so they count as shape-relevant.
-  for (const auto& t : option_tables()) {
-    const std::string a = options_text((saved.model.*t.member).get());
-    const std::string b = options_text((current.model.*t.member).get());
-    if (a != b)
-      out.push_back(fmt::format("[{}]: {{{}}} (checkpoint) vs {{{}}} (config)", t.key,
-                                a.empty() ? "" : a.substr(0, a.size() - 1),
-                                b.empty() ? "" : b.substr(0, b.size() - 1)));
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::string> shape_differences(const Config& saved, const Config& current) {
-  return differences(saved, current, true);
-}
-
-std::vector<std::string> config_differences(const Config& saved, const Config& current) {
-  return differences(saved, current, false);
 }
 
 }  // namespace headlab

@@ -32,10 +32,6 @@ double seconds_since(Clock::time_point t) {
 constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
 constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
 
-toml::table options_table(const std::shared_ptr<const toml::table>& t) {
-  return t ? *t : toml::table{};
-}
-
 EncoderOptions encoder_options(const Config& c, const Task& task) {
   const ModelConfig& m = c.model;
   EncoderOptions o;
@@ -57,9 +53,9 @@ EncoderOptions encoder_options(const Config& c, const Task& task) {
   o.attn_dropout = static_cast<float>(m.attn_dropout);
   o.init = parse_init(m.init, "model.init");
   o.dropout_seed = Rng::derive(static_cast<uint64_t>(c.train.seed), kDropoutStream).next_u64();
-  o.attention_layer = {m.attention_layer, options_table(m.attention_options)};
-  o.ffn_layer = {m.ffn_layer, options_table(m.ffn_options)};
-  o.norm_layer = {m.norm_layer, options_table(m.norm_options)};
+  o.attention_layer = {m.attention_layer, m.attention_options};
+  o.ffn_layer = {m.ffn_layer, m.ffn_options};
+  o.norm_layer = {m.norm_layer, m.norm_options};
   return o;
 }
 
