@@ -12,7 +12,7 @@
 #include "optim/clip.h"
 #include "optim/factory.h"
 #include "train/run/checkpoint.h"
-#include "train/config/schema.h"
+#include "train/config/model.h"
 #include "train/io/files.h"
 #include "train/run/metrics.h"
 #include "train/tasks/task.h"
@@ -31,52 +31,6 @@ double seconds_since(Clock::time_point t) {
 // far-away stream numbers keep initialisation and dropout independent of every batch.
 constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
 constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
-
-EncoderOptions encoder_options(const Config& c, const Task& task) {
-  const ModelConfig& m = c.model;
-  EncoderOptions o;
-  o.vocab_sizes.clear();
-  for (const FeatureSpec& f : task.features()) o.vocab_sizes.push_back(f.vocab);
-  o.max_len = task.seq_len();
-  o.d_model = m.d_model;
-  o.heads = m.heads;
-  o.head_dim = m.head_dim;
-  o.layers = m.layers;
-  o.d_ff = m.d_ff;
-  o.num_classes = task.num_classes();
-  o.activation = parse_activation(m.activation, "model.activation");
-  o.norm = parse_norm_position(m.norm, "model.norm");
-  o.positions = parse_position_kind(m.positions, "model.positions");
-  o.embed_init_std = static_cast<float>(m.embed_init_std);
-  o.pos_init_std = static_cast<float>(m.pos_init_std);
-  o.dropout = static_cast<float>(m.dropout);
-  o.attn_dropout = static_cast<float>(m.attn_dropout);
-  o.init = parse_init(m.init, "model.init");
-  o.dropout_seed = Rng::derive(static_cast<uint64_t>(c.train.seed), kDropoutStream).next_u64();
-  o.attention_layer = {m.attention_layer, m.attention_options};
-  o.ffn_layer = {m.ffn_layer, m.ffn_options};
-  o.norm_layer = {m.norm_layer, m.norm_options};
-  return o;
-}
-
-// A layer's own error names the layer ('layer_norm') but not where its options came from: add
-// the position of an override into the slot's options table, of the table, or of the slot's
-// layer name.
-[[noreturn]] void rethrow_with_position(const Error& e, const Config& c) {
-  const std::string message = e.what();
-  for (const auto& t : option_tables()) {
-    const std::string layer = std::get<std::string>(find_key(t.layer_key)->get(c));
-    if (message.find("'" + layer + "'") == std::string::npos && !message.starts_with(layer + ":"))
-      continue;
-    for (const auto& [key, where] : c.origins)  // an override into the table
-      if (key.starts_with(t.key + ".")) throw Error(fmt::format("{}: {}", where, message));
-    if (auto it = c.origins.find(t.key); it != c.origins.end())
-      throw Error(fmt::format("{}: [{}]: {}", it->second, t.key, message));
-    if (auto it = c.origins.find(t.layer_key); it != c.origins.end())
-      throw Error(fmt::format("{}: {}", it->second, message));
-  }
-  throw Error(fmt::format("{}: {}", c.source, message));
-}
 
 // Correct predictions over non-ignored rows of logits [rows, C]; per relation digit too when
 // the task is the dependency task.
@@ -124,8 +78,11 @@ Trainer::Trainer(Config config, std::filesystem::path run_dir)
   set_backend(parse_backend(config_.runtime.backend));
   task_ = make_task(config_.task);
   Rng init_rng = Rng::derive(static_cast<uint64_t>(config_.train.seed), kInitStream);
+  EncoderOptions options = encoder_options(config_, *task_);
+  options.dropout_seed =
+      Rng::derive(static_cast<uint64_t>(config_.train.seed), kDropoutStream).next_u64();
   try {
-    model_ = std::make_unique<Encoder>(encoder_options(config_, *task_), init_rng);
+    model_ = std::make_unique<Encoder>(options, init_rng);
   } catch (const Error& e) {
     rethrow_with_position(e, config_);
   }
