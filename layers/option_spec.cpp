@@ -215,6 +215,24 @@ void check_option(std::string_view key, const OptionSpec& spec, const TypedValue
   }
 }
 
+OptionValue option_value(const TypedValue& value) {
+  if (const auto* reals = std::get_if<std::vector<double>>(&value))
+    return OptionArray(reals->begin(), reals->end());
+  if (const auto* names = std::get_if<std::vector<std::string>>(&value))
+    return OptionArray(names->begin(), names->end());
+  return std::visit(
+      [](const auto& v) -> OptionValue {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t> ||
+                      std::is_same_v<std::decay_t<decltype(v)>, double> ||
+                      std::is_same_v<std::decay_t<decltype(v)>, bool> ||
+                      std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+          return OptionValue(v);
+        else
+          return OptionValue();  // arrays: handled above
+      },
+      value);
+}
+
 std::string format_value(const TypedValue& value) {
   struct Visitor {
     std::string operator()(int64_t v) const { return fmt::format("{}", v); }

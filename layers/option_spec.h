@@ -51,6 +51,9 @@ TypedValue convert_option(std::string_view key, const OptionSpec& spec, const Op
 void check_option(std::string_view key, const OptionSpec& spec, const TypedValue& value,
                   const std::string& where);
 
+// The typed value as an OptionValue (arrays element by element), without a position.
+OptionValue option_value(const TypedValue& value);
+
 // TOML spelling of a value: 64, 0.003, true, "pre", [0.9, 0.98], ["PREV", "HEAD"].
 std::string format_value(const TypedValue& value);
 std::string format_value(const OptionValue& value);

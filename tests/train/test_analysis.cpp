@@ -105,7 +105,7 @@ TEST_CASE(
   CHECK(r.eval.accuracy == doctest::Approx(e.accuracy).epsilon(1e-9));
   CHECK(r.eval_loss == doctest::Approx(e.loss).epsilon(1e-5));
   for (int k = 0; k < 3; ++k)
-    CHECK(r.eval.component[k] == doctest::Approx(e.component_accuracy[k]).epsilon(1e-9));
+    CHECK(r.eval.component[k] == doctest::Approx(e.relation_accuracy[k]).epsilon(1e-9));
   CHECK(r.metrics.queries == 2 * 32 * 16);
 
   // Gates and parameters are as before the analysis.

@@ -9,7 +9,7 @@
 #include "layers/encoder.h"
 #include "train/config/config.h"
 #include "train/config/model.h"
-#include "train/tasks/task.h"
+#include "train/tasks/registry.h"
 
 using namespace headlab;
 

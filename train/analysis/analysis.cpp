@@ -13,7 +13,6 @@
 #include "train/io/files.h"
 #include "train/io/npy.h"
 #include "train/tasks/task.h"
-#include "train/tasks/dependency.h"
 
 namespace headlab {
 namespace {
@@ -46,10 +45,10 @@ void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates) {
 }
 
 // Accuracy (and optionally the loss) of the model with its current gates over the eval set.
-LabelAccuracy evaluate(Encoder& model, const EvalSet& set, int relations, int colours,
+LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task,
                        double* loss = nullptr) {
   NoGradGuard no_grad;
-  LabelAccuracyAccumulator acc(relations, colours);
+  LabelAccuracyAccumulator acc(task);
   std::vector<int32_t> pred;
   double loss_sum = 0;
   for (const Batch& b : set.batches) {
@@ -64,28 +63,6 @@ LabelAccuracy evaluate(Encoder& model, const EvalSet& set, int relations, int co
 }
 
 }  // namespace
-
-std::string token_string(const Task& task, const std::vector<std::vector<int32_t>>& features,
-                         int64_t index) {
-  if (const auto* dep = dynamic_cast<const DependencyTask*>(&task)) {
-    int cat, colour;
-    if (dep->joint()) {
-      const int32_t id = features[0][index];
-      if (id == 0) return "BOS";
-      cat = static_cast<int>((id - 1) / dep->colours());
-      colour = static_cast<int>((id - 1) % dep->colours());
-    } else {
-      cat = features[0][index];
-      colour = features[1][index];
-    }
-    if (cat == DependencyGrammar::kBos) return "BOS";
-    return fmt::format("{}:{}", DependencyGrammar::names[cat], colour);
-  }
-  std::string s;
-  for (size_t f = 0; f < features.size(); ++f)
-    s += fmt::format("{}{}", f ? ":" : "", features[f][index]);
-  return s;
-}
 
 AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
                        const AnalysisOptions& options) {
@@ -108,7 +85,6 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
     fail("analyze: examples is {} but must lie in [0, batch size {}]", options.examples,
          res.batch_size);
   }
-  const int colours = static_cast<int>(config.task.colours);
 
   EvalSet set;
   set.batches.resize(static_cast<size_t>(res.batches));
@@ -122,7 +98,7 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   model.reset_head_gates();
 
   // Baseline: accuracy, loss, attention metrics and the example maps.
-  res.eval = evaluate(model, set, R, colours, &res.eval_loss);
+  res.eval = evaluate(model, set, task, &res.eval_loss);
   {
     NoGradGuard no_grad;
     HeadMetricsAccumulator acc(L, H, R);
@@ -152,7 +128,7 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
         std::vector<std::string> tokens;
         std::vector<std::vector<int32_t>> partners(R);
         for (int64_t t = 0; t < T; ++t) {
-          tokens.push_back(token_string(task, b.features, e * T + t));
+          tokens.push_back(task.token_string(b.features, e * T + t));
           for (int r = 0; r < R; ++r) partners[r].push_back(b.partners[r][e * T + t]);
         }
         ex.tokens.push_back(std::move(tokens));
@@ -181,11 +157,11 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
       a.confidence = res.metrics.head_confidence(l, h);
       const HeadRef self{l, h};
       set_gates(model, gates_without(L, H, std::span<const HeadRef>(&self, 1)));
-      const LabelAccuracy off = evaluate(model, set, R, colours);
+      const LabelAccuracy off = evaluate(model, set, task);
       a.ablation_accuracy = off.accuracy;
       a.ablation_component = off.component;
       set_gates(model, gates_keep_only(L, H, self));
-      const LabelAccuracy only = evaluate(model, set, R, colours);
+      const LabelAccuracy only = evaluate(model, set, task);
       a.keep_only_accuracy = only.accuracy;
       a.keep_only_component = only.component;
     }
@@ -195,7 +171,7 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   res.groups = relation_groups(res.metrics.mass, options.group_min_mass);
   for (int r = 0; r < R; ++r) {
     set_gates(model, gates_without(L, H, res.groups[r]));
-    res.group_ablated.push_back(evaluate(model, set, R, colours));
+    res.group_ablated.push_back(evaluate(model, set, task));
   }
   res.group_drops = group_ablation_drops(res.eval, res.group_ablated);
   model.reset_head_gates();

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "train/config/config.h"
 #include "train/config/model.h"
-#include "train/tasks/task.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {

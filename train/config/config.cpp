@@ -12,6 +12,7 @@
 #include "layers/registry.h"
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
@@ -29,9 +30,19 @@ ConfigValue convert(const KeySpec& spec, const toml::node& node, const std::stri
   return convert_option(spec.key, spec, value);
 }
 
-// A known leaf name in another table ("train.lr" -> "optim.lr"), else the closest dotted key.
-std::string suggest_key(const std::string& table, const std::string& leaf) {
-  std::vector<std::string> all;
+// The spec a value is checked against: the schema's, except that task.name's choices are the
+// registered tasks (a program or plugin may add one before loading).
+KeySpec checked_spec(const KeySpec& spec) {
+  KeySpec s = spec;
+  if (s.key == "task.name") s.choices = registered_tasks();
+  return s;
+}
+
+// A known leaf name in another table ("train.lr" -> "optim.lr"), else the closest dotted key
+// (of the schema's, the option tables' and `more`).
+std::string suggest_key(const std::string& table, const std::string& leaf,
+                        const std::vector<std::string>& more = {}) {
+  std::vector<std::string> all = more;
   for (const auto& k : config_keys()) all.push_back(k.key);
   for (const auto& t : option_tables()) all.push_back(t.key);
   std::string best = closest_match(table + "." + leaf, all);
@@ -42,8 +53,8 @@ std::string suggest_key(const std::string& table, const std::string& leaf) {
 }
 
 [[noreturn]] void unknown_key(const std::string& where, const std::string& table,
-                              const std::string& leaf) {
-  const std::string hint = suggest_key(table, leaf);
+                              const std::string& leaf, const std::vector<std::string>& more = {}) {
+  const std::string hint = suggest_key(table, leaf, more);
   fail("{}: unknown key {}.{}{}", where, table, leaf,
        hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
 }
@@ -54,12 +65,19 @@ const OptionTableSpec* find_option_table(std::string_view dotted) {
   return nullptr;
 }
 
+// "task.<key>" other than task.name: an option the task reads itself.
+bool is_task_option(std::string_view dotted) {
+  return dotted.starts_with("task.") && dotted != "task.name" &&
+         dotted.find('.', 5) == std::string_view::npos;
+}
+
 // What the file and the overrides say, before conversion.
 struct Collected {
   std::vector<Entry> entries;
   // Option tables found in the file, by OptionTableSpec::key, and where each starts.
   std::map<std::string, toml::table*> option_tables;
   std::map<std::string, std::string> option_origins;
+  OptionMap task_options;  // [task]'s keys but name
 };
 
 void collect(toml::table& root, std::string_view source, Collected& out) {
@@ -95,6 +113,12 @@ void collect(toml::table& root, std::string_view source, Collected& out) {
                position(value.source(), source), dotted, node_type_name(value));
         out.option_tables[dotted] = options;
         out.option_origins[dotted] = position(k2.source(), source);
+        continue;
+      }
+      if (is_task_option(dotted)) {
+        OptionValue v = to_option_value(value, source);
+        v.key_where = position(k2.source(), source);
+        out.task_options.set(leaf, std::move(v));
         continue;
       }
       const KeySpec* spec = find_key(dotted);
@@ -136,7 +160,7 @@ Override parse_override(const std::string& arg) {
   if (dot2 != std::string::npos && find_option_table(table + "." + leaf.substr(0, dot2))) {
     if (leaf.find('.', dot2 + 1) != std::string::npos || dot2 + 1 == leaf.size())
       fail("{}: expected {}.<option>=<value>", o.where, table + "." + leaf.substr(0, dot2));
-  } else if (!find_key(o.key)) {
+  } else if (!find_key(o.key) && !is_task_option(o.key)) {
     const auto& tables = config_tables();
     if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
       const std::string hint = suggest_key(table, leaf);
@@ -190,7 +214,9 @@ void resolve_option_tables(const Collected& collected, const std::vector<Overrid
     for (const auto& o : overrides) {
       if (!o.key.starts_with(spec.key + ".")) continue;
       const std::string option = o.key.substr(spec.key.size() + 1);
-      options.set(option, layer_option(spec.key, option, *o.holder.get("value"), config.source));
+      OptionValue v = layer_option(spec.key, option, *o.holder.get("value"), config.source);
+      v.where.clear();  // an error about it is prefixed with the --set argument instead
+      options.set(option, std::move(v));
       config.origins[o.key] = o.where;
     }
     options.sort();
@@ -214,6 +240,32 @@ void check_layer_names(const Config& config) {
   }
 }
 
+// The task's options from the file and the overrides, read by the task itself: an unknown name
+// or key, a wrong type or value is an error naming the task.* key. The config keeps what the
+// task read, defaults filled.
+void resolve_task(const Collected& collected, const std::vector<Override>& overrides,
+                  Config& config) {
+  TaskConfig& task = config.task;
+  task.options = collected.task_options;
+  for (const auto& [key, value] : task.options) config.origins["task." + key] = value.where;
+  for (const auto& o : overrides) {
+    if (!is_task_option(o.key)) continue;
+    OptionValue v = to_option_value(*o.holder.get("value"), o.where);
+    v.where = o.where;
+    task.options.set(o.key.substr(5), std::move(v));
+    config.origins[o.key] = o.where;
+  }
+  if (!has_task(task.name)) fail_unknown_task(task.name, config.where("task.name"));
+  TaskBuild b = build_task(task);
+  if (!b.unknown.empty()) {
+    const OptionValue& v = *task.options.find(b.unknown[0]);
+    std::vector<std::string> known;
+    for (const auto& k : b.known) known.push_back("task." + k);
+    unknown_key(v.key_where.empty() ? v.where : v.key_where, "task", b.unknown[0], known);
+  }
+  task.options = std::move(b.resolved);
+}
+
 Config resolve(toml::table& root, std::string_view source,
                std::span<const std::string> override_args) {
   Collected collected;
@@ -225,13 +277,14 @@ Config resolve(toml::table& root, std::string_view source,
   std::vector<Entry>& entries = collected.entries;
   for (const auto& o : overrides) {
     const KeySpec* spec = find_key(o.key);
-    if (!spec) continue;  // a layer option
+    if (!spec) continue;  // a layer's or the task's option
     std::erase_if(entries, [&](const Entry& x) { return x.spec == spec; });
     entries.push_back({spec, o.holder.get("value"), o.where});
   }
   for (const Entry& e : entries) {
-    const ConfigValue value = convert(*e.spec, *e.node, e.where);
-    check_value(*e.spec, value, e.where);
+    const KeySpec spec = checked_spec(*e.spec);
+    const ConfigValue value = convert(spec, *e.node, e.where);
+    check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
   }
@@ -239,7 +292,8 @@ Config resolve(toml::table& root, std::string_view source,
   for (const auto& spec : config_keys())
     if (spec.required && !config.origins.contains(spec.key))
       fail("{}: {} is required (e.g. name = \"dependency\" under [task]); expected {}", source,
-           spec.key, expected_text(spec));
+           spec.key, expected_text(checked_spec(spec)));
+  resolve_task(collected, overrides, config);
   check_layer_names(config);
   validate_config(config);
   return config;

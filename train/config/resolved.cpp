@@ -8,6 +8,7 @@
 
 #include "train/config/config.h"
 #include "train/config/schema.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
@@ -25,12 +26,39 @@ std::string options_text(const OptionMap& options) {
   return out;
 }
 
+std::string text_of(const OptionMap& options, const std::string& key) {
+  const OptionValue* v = options.find(key);
+  return v ? format_value(*v) : "(none)";
+}
+
+// The task's options that differ ("task.colours: 4 (checkpoint) vs 8 (config)"), in the
+// current task's order; with shape_only, those its spec marks as shape-relevant (every key of
+// an unknown task).
+void task_differences(const Config& saved, const Config& current, bool shape_only,
+                      std::vector<std::string>& out) {
+  std::vector<std::string> keys, shaped;
+  for (const auto& [key, value] : current.task.options) keys.push_back(key);
+  for (const auto& [key, value] : saved.task.options)
+    if (!current.task.options.contains(key)) keys.push_back(key);
+  if (shape_only && has_task(current.task.name))
+    for (const TaskOptions::Read& r : describe_task(current.task.name))
+      if (r.spec.shape) shaped.push_back(r.key);
+  for (const std::string& key : keys) {
+    if (shape_only && has_task(current.task.name) &&
+        std::find(shaped.begin(), shaped.end(), key) == shaped.end())
+      continue;
+    const std::string a = text_of(saved.task.options, key), b = text_of(current.task.options, key);
+    if (a != b) out.push_back(fmt::format("task.{}: {} (checkpoint) vs {} (config)", key, a, b));
+  }
+}
+
 std::vector<std::string> differences(const Config& saved, const Config& current, bool shape_only) {
   std::vector<std::string> out;
   for (const auto& spec : config_keys()) {
     if (shape_only && !spec.shape) continue;
     const std::string a = format_value(spec.get(saved)), b = format_value(spec.get(current));
     if (a != b) out.push_back(fmt::format("{}: {} (checkpoint) vs {} (config)", spec.key, a, b));
+    if (spec.key == "task.name") task_differences(saved, current, shape_only, out);
   }
   // Layer options can change shapes (a bias switched off), so they count as shape-relevant.
   for (const auto& t : option_tables()) {
@@ -69,6 +97,7 @@ std::string to_toml(const Config& config) {
       table = t;
     }
     out += fmt::format("{} = {}\n", spec.key.substr(dot + 1), format_value(spec.get(config)));
+    if (spec.key == "task.name") out += options_text(config.task.options);
   }
   close_table();
   return out;

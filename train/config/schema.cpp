@@ -2,7 +2,31 @@
 
 #include <fmt/format.h>
 
+#include "train/tasks/registry.h"
+
 namespace headlab {
+namespace {
+
+std::string reference_row(const std::string& key, const OptionSpec& spec,
+                          const std::string& default_text) {
+  std::string allowed = expected_text(spec);
+  if (spec.shape) allowed += "; shape-relevant";
+  return fmt::format("| `{}` | {} | {} | {} | {} |\n", key, option_type_name(spec.type),
+                     default_text, allowed, spec.doc);
+}
+
+// The [task] rows: task.name, one of the library's tasks, then each task's own keys.
+std::string task_rows(const KeySpec& name) {
+  OptionSpec spec = name;
+  spec.choices = builtin_tasks();
+  std::string out = reference_row(name.key, spec, "*required*");
+  for (const std::string& task : builtin_tasks())
+    for (const TaskOptions::Read& r : describe_task(task))
+      out += reference_row("task." + r.key, r.spec, fmt::format("`{}`", format_value(r.fallback)));
+  return out;
+}
+
+}  // namespace
 
 const KeySpec* find_key(std::string_view dotted) {
   for (const auto& k : config_keys())
@@ -29,12 +53,13 @@ std::string config_reference_markdown() {
   const Config defaults;
   std::string out = "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
   for (const auto& k : config_keys()) {
+    if (k.key == "task.name") {
+      out += task_rows(k);
+      continue;
+    }
     const std::string def =
         k.required ? "*required*" : fmt::format("`{}`", format_value(k.get(defaults)));
-    std::string allowed = expected_text(k);
-    if (k.shape) allowed += "; shape-relevant";
-    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", k.key, option_type_name(k.type), def,
-                       allowed, k.doc);
+    out += reference_row(k.key, k, def);
   }
   return out;
 }

@@ -15,8 +15,7 @@
 #include "train/config/model.h"
 #include "train/io/files.h"
 #include "train/run/metrics.h"
-#include "train/tasks/task.h"
-#include "train/tasks/dependency.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
@@ -32,20 +31,19 @@ double seconds_since(Clock::time_point t) {
 constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
 constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
 
-// Correct predictions over non-ignored rows of logits [rows, C]; per relation digit too when
-// the task is the dependency task.
+// Correct predictions over non-ignored rows of logits [rows, C]; per relation too
+// (Task::relation_correct) when asked.
 struct Tally {
   int64_t tokens = 0, correct = 0;
-  std::vector<int64_t> component;
+  std::vector<int64_t> relation_hits;
 
-  // components: also count each relation's colour digit (evaluation; allocates).
+  // relations: also score each relation (evaluation; allocates).
   void add(const Tensor& logits, const std::vector<int32_t>& labels, const Task& task,
-           bool components) {
-    const auto* dep = components ? dynamic_cast<const DependencyTask*>(&task) : nullptr;
+           bool relations) {
     const int64_t classes = logits.size(-1);
     const int64_t rows = logits.numel() / classes;
     const float* x = logits.data();
-    if (dep) component.resize(dep->relations().size(), 0);
+    if (relations) relation_hits.resize(task.relations().size(), 0);
     for (int64_t i = 0; i < rows; ++i) {
       const int32_t label = labels[static_cast<size_t>(i)];
       if (label == kIgnoreIndex) continue;
@@ -55,10 +53,8 @@ struct Tally {
         if (row[c] > row[best]) best = static_cast<int32_t>(c);
       ++tokens;
       correct += best == label;
-      if (dep)
-        for (size_t r = 0; r < component.size(); ++r)
-          component[r] += dep->label_digit(best, static_cast<int>(r)) ==
-                          dep->label_digit(label, static_cast<int>(r));
+      for (size_t r = 0; r < relation_hits.size(); ++r)
+        relation_hits[r] += task.relation_correct(best, label, static_cast<int>(r));
     }
   }
   double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
@@ -219,8 +215,8 @@ EvalMetrics Trainer::evaluate() {
   e.loss = tally.tokens ? loss_sum / static_cast<double>(tally.tokens) : 0.0;
   e.accuracy = tally.accuracy();
   e.relations = task_->relations();
-  for (int64_t c : tally.component)
-    e.component_accuracy.push_back(tally.tokens ? static_cast<double>(c) / tally.tokens : 0.0);
+  for (int64_t c : tally.relation_hits)
+    e.relation_accuracy.push_back(tally.tokens ? static_cast<double>(c) / tally.tokens : 0.0);
   return e;
 }
 

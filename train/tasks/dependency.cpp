@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/rng.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 
@@ -66,6 +69,46 @@ int32_t DependencyTask::label_digit(int32_t label, int r) const {
   int64_t v = label;
   for (int k = static_cast<int>(relations_.size()) - 1; k > r; --k) v /= colours_;
   return static_cast<int32_t>(v % colours_);
+}
+
+bool DependencyTask::relation_correct(int32_t predicted, int32_t gold, int relation) const {
+  return label_digit(predicted, relation) == label_digit(gold, relation);
+}
+
+std::string DependencyTask::token_string(const std::vector<std::vector<int32_t>>& features,
+                                         int64_t index) const {
+  const auto i = static_cast<size_t>(index);
+  int category = 0, colour = 0;
+  if (joint_) {
+    const int32_t id = features[0][i];
+    if (id == 0) return "BOS";
+    category = static_cast<int>((id - 1) / colours_);
+    colour = static_cast<int>((id - 1) % colours_);
+  } else {
+    category = features[0][i];
+    colour = features[1][i];
+  }
+  if (category == DependencyGrammar::kBos) return "BOS";
+  return fmt::format("{}:{}", DependencyGrammar::names[category], colour);
+}
+
+std::unique_ptr<Task> make_dependency_task(TaskOptions& o) {
+  const DependencyOptions defaults;
+  DependencyOptions d;
+  d.colours = o.get_int("colours", defaults.colours,
+                        {.type = OptionType::integer, .lo = 2, .hi = 64, .shape = true,
+                         .doc = "Colours K per word; the label has K^R classes."});
+  d.relations = o.get_strings(
+      "relations", defaults.relations,
+      {.type = OptionType::string_array, .min_len = 1, .max_len = 4,
+       .choices = {kRelationNames.begin(), kRelationNames.end()}, .shape = true,
+       .doc = "Relations R whose partners' colours form the label, in digit order."});
+  d.embedding = o.get_string("embedding", defaults.embedding,
+                             {.type = OptionType::string, .choices = {"factored", "joint"},
+                              .shape = true,
+                              .doc = "Separate category and colour embeddings, or one joint "
+                                     "token id."});
+  return std::make_unique<DependencyTask>(d);
 }
 
 void DependencyTask::generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
