@@ -129,6 +129,58 @@ void check_length(std::string_view key, const OptionSpec& spec, const std::vecto
 
 }  // namespace
 
+OptionSpec OptionSpec::integer(double lo, double hi) {
+  OptionSpec s;
+  s.type = OptionType::integer;
+  s.lo = lo;
+  s.hi = hi;
+  return s;
+}
+
+OptionSpec OptionSpec::real(double lo, double hi, bool lo_open, bool hi_open) {
+  OptionSpec s;
+  s.type = OptionType::real;
+  s.lo = lo;
+  s.hi = hi;
+  s.lo_open = lo_open;
+  s.hi_open = hi_open;
+  return s;
+}
+
+OptionSpec OptionSpec::boolean() {
+  OptionSpec s;
+  s.type = OptionType::boolean;
+  return s;
+}
+
+OptionSpec OptionSpec::one_of(std::vector<std::string> choices) {
+  OptionSpec s;
+  s.type = OptionType::string;
+  s.choices = std::move(choices);
+  return s;
+}
+
+OptionSpec OptionSpec::names(size_t min_len, size_t max_len, std::vector<std::string> choices) {
+  OptionSpec s;
+  s.type = OptionType::string_array;
+  s.min_len = min_len;
+  s.max_len = max_len;
+  s.choices = std::move(choices);
+  return s;
+}
+
+OptionSpec OptionSpec::shaped() const {
+  OptionSpec s = *this;
+  s.shape = true;
+  return s;
+}
+
+OptionSpec OptionSpec::documented(std::string text) const {
+  OptionSpec s = *this;
+  s.doc = std::move(text);
+  return s;
+}
+
 const char* option_type_name(OptionType type) {
   switch (type) {
     case OptionType::integer: return "integer";

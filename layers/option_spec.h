@@ -30,6 +30,17 @@ struct OptionSpec {
   std::vector<std::string> choices;
   bool shape = false;  // changes parameter or optimizer-state shapes
   std::string doc;
+
+  // Specs in one expression: OptionSpec::integer(2, 64).shaped().documented("...").
+  static OptionSpec integer(double lo, double hi);
+  static OptionSpec real(double lo, double hi, bool lo_open = false, bool hi_open = false);
+  static OptionSpec boolean();
+  // A string from `choices` (any non-empty string when empty).
+  static OptionSpec one_of(std::vector<std::string> choices);
+  // An array of min_len to max_len distinct names from `choices`.
+  static OptionSpec names(size_t min_len, size_t max_len, std::vector<std::string> choices);
+  OptionSpec shaped() const;
+  OptionSpec documented(std::string text) const;
 };
 
 // A value converted to its spec's type.

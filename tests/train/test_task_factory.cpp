@@ -43,8 +43,8 @@ class CopyTask : public Task {
 };
 
 std::unique_ptr<Task> make_copy_task(TaskOptions& o) {
-  return std::make_unique<CopyTask>(o.get_int(
-      "vocab", 3, {.type = OptionType::integer, .lo = 3, .hi = 100, .doc = "Token ids."}));
+  return std::make_unique<CopyTask>(
+      o.get_int("vocab", 3, OptionSpec::integer(3, 100).documented("Token ids.")));
 }
 
 const TaskRegistrar copy_registrar("test_copy", make_copy_task);

@@ -60,6 +60,33 @@ MemoryEstimate estimate_memory(const Config& c) {
   return e;
 }
 
+namespace {
+
+// Throws naming the size that drives the estimate when it exceeds runtime.max_memory_gb.
+void check_memory(const Config& c) {
+  const MemoryEstimate e = estimate_memory(c);
+  const double limit = c.runtime.max_memory_gb * 1024.0 * 1024.0 * 1024.0;
+  if (e.total_bytes() > limit) {
+    // Point at the explicitly set size that drives the estimate, else at the limit itself.
+    std::string key = "runtime.max_memory_gb";
+    if (!c.origins.contains(key))
+      for (const char* k : {"train.batch_size", "train.eval_batch_size", "model.d_model",
+                            "model.d_ff", "model.layers", "model.heads", "model.head_dim"})
+        if (c.origins.contains(k)) {
+          key = k;
+          break;
+        }
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    fail(
+        "{}: {}: estimated memory {:.2f} GiB (parameters and gradients {:.2f}, optimizer state "
+        "{:.2f}, activations {:.2f}) exceeds runtime.max_memory_gb = {}",
+        c.where(key), key, e.total_bytes() / gib, e.parameter_bytes / gib, e.optimizer_bytes / gib,
+        e.activation_bytes / gib, c.runtime.max_memory_gb);
+  }
+}
+
+}  // namespace
+
 void validate_config(const Config& c) {
   const ModelConfig& m = c.model;
   if (m.head_dim == 0 && m.d_model % m.heads != 0)
@@ -91,25 +118,7 @@ void validate_config(const Config& c) {
     fail("{}: schedule.warmup_steps = {} must be >= 1 for warmup_inverse_sqrt",
          c.where("schedule.warmup_steps"), s.warmup_steps);
 
-  const MemoryEstimate e = estimate_memory(c);
-  const double limit = c.runtime.max_memory_gb * 1024.0 * 1024.0 * 1024.0;
-  if (e.total_bytes() > limit) {
-    // Point at the explicitly set size that drives the estimate, else at the limit itself.
-    std::string key = "runtime.max_memory_gb";
-    if (!c.origins.contains(key))
-      for (const char* k : {"train.batch_size", "train.eval_batch_size", "model.d_model",
-                            "model.d_ff", "model.layers", "model.heads", "model.head_dim"})
-        if (c.origins.contains(k)) {
-          key = k;
-          break;
-        }
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    fail(
-        "{}: {}: estimated memory {:.2f} GiB (parameters and gradients {:.2f}, optimizer state "
-        "{:.2f}, activations {:.2f}) exceeds runtime.max_memory_gb = {}",
-        c.where(key), key, e.total_bytes() / gib, e.parameter_bytes / gib, e.optimizer_bytes / gib,
-        e.activation_bytes / gib, c.runtime.max_memory_gb);
-  }
+  check_memory(c);
 }
 
 }  // namespace headlab

@@ -80,51 +80,58 @@ struct Collected {
   OptionMap task_options;  // [task]'s keys but name
 };
 
+// A top-level name that is not one of the tables: a key outside any table (suggest the table
+// that has it) or an unknown table (suggest the closest).
+[[noreturn]] void not_a_table(const std::string& name, const toml::node& node,
+                              const std::string& where) {
+  if (!node.is_table()) {
+    for (const auto& spec : config_keys())
+      if (spec.key.substr(spec.key.find('.') + 1) == name)
+        fail("{}: unknown key {} (did you mean {}, in table [{}]?)", where, name, spec.key,
+             spec.key.substr(0, spec.key.find('.')));
+    fail(
+        "{}: unknown key {} (keys belong in one of the tables [model], [task], [optim], "
+        "[schedule], [train], [runtime])",
+        where, name);
+  }
+  const std::string hint = closest_match(name, config_tables());
+  fail("{}: unknown table [{}]{}", where, name,
+       hint.empty() ? "" : fmt::format(" (did you mean [{}]?)", hint));
+}
+
+// One key of table `name`: a slot's option table, a task option or a schema key.
+void collect_key(const std::string& name, const toml::key& k, toml::node& value,
+                 std::string_view source, Collected& out) {
+  const std::string leaf(k.str());
+  const std::string dotted = name + "." + leaf;
+  if (find_option_table(dotted)) {
+    toml::table* options = value.as_table();
+    if (!options)
+      fail("{}: {} has type {} but expected a table of layer options",
+           position(value.source(), source), dotted, node_type_name(value));
+    out.option_tables[dotted] = options;
+    out.option_origins[dotted] = position(k.source(), source);
+  } else if (is_task_option(dotted)) {
+    OptionValue v = to_option_value(value, source);
+    v.key_where = position(k.source(), source);
+    out.task_options.set(leaf, std::move(v));
+  } else if (const KeySpec* spec = find_key(dotted)) {
+    out.entries.push_back({spec, &value, position(value.source(), source)});
+  } else {
+    unknown_key(position(k.source(), source), name, leaf);
+  }
+}
+
 void collect(toml::table& root, std::string_view source, Collected& out) {
+  const auto& tables = config_tables();
   for (auto&& [k, node] : root) {
     const std::string name(k.str());
     const std::string where = position(k.source(), source);
-    const auto& tables = config_tables();
-    if (std::find(tables.begin(), tables.end(), name) == tables.end()) {
-      if (!node.is_table()) {
-        // A key outside any table: suggest the table that has it.
-        for (const auto& spec : config_keys())
-          if (spec.key.substr(spec.key.find('.') + 1) == name)
-            fail("{}: unknown key {} (did you mean {}, in table [{}]?)", where, name, spec.key,
-                 spec.key.substr(0, spec.key.find('.')));
-        fail(
-            "{}: unknown key {} (keys belong in one of the tables [model], [task], [optim], "
-            "[schedule], [train], [runtime])",
-            where, name);
-      }
-      const std::string hint = closest_match(name, tables);
-      fail("{}: unknown table [{}]{}", where, name,
-           hint.empty() ? "" : fmt::format(" (did you mean [{}]?)", hint));
-    }
+    if (std::find(tables.begin(), tables.end(), name) == tables.end())
+      not_a_table(name, node, where);
     toml::table* table = node.as_table();
     if (!table) fail("{}: {} has type {} but expected a table", where, name, node_type_name(node));
-    for (auto&& [k2, value] : *table) {
-      const std::string leaf(k2.str());
-      const std::string dotted = name + "." + leaf;
-      if (find_option_table(dotted)) {
-        toml::table* options = value.as_table();
-        if (!options)
-          fail("{}: {} has type {} but expected a table of layer options",
-               position(value.source(), source), dotted, node_type_name(value));
-        out.option_tables[dotted] = options;
-        out.option_origins[dotted] = position(k2.source(), source);
-        continue;
-      }
-      if (is_task_option(dotted)) {
-        OptionValue v = to_option_value(value, source);
-        v.key_where = position(k2.source(), source);
-        out.task_options.set(leaf, std::move(v));
-        continue;
-      }
-      const KeySpec* spec = find_key(dotted);
-      if (!spec) unknown_key(position(k2.source(), source), name, leaf);
-      out.entries.push_back({spec, &value, position(value.source(), source)});
-    }
+    for (auto&& [k2, value] : *table) collect_key(name, k2, value, source, out);
   }
 }
 
@@ -141,15 +148,12 @@ struct Override {
   toml::table holder;
 };
 
-Override parse_override(const std::string& arg) {
-  Override o;
-  o.where = "--set " + arg;
-  const size_t eq = arg.find('=');
-  if (eq == std::string::npos) fail("{}: expected key=value (e.g. --set model.heads=8)", o.where);
-  o.key = trim(arg.substr(0, eq));
+// The key of an override must be a schema key, a task option or one option of a slot's table
+// ("model.norm_options.eps").
+void check_override_key(const Override& o) {
   const size_t dot = o.key.find('.');
+  const auto& tables = config_tables();
   if (dot == std::string::npos) {
-    const auto& tables = config_tables();
     if (std::find(tables.begin(), tables.end(), o.key) != tables.end())
       fail("{}: {} is a table; set one of its keys (e.g. --set {}.<key>=<value>)", o.where, o.key,
            o.key);
@@ -160,18 +164,27 @@ Override parse_override(const std::string& arg) {
   if (dot2 != std::string::npos && find_option_table(table + "." + leaf.substr(0, dot2))) {
     if (leaf.find('.', dot2 + 1) != std::string::npos || dot2 + 1 == leaf.size())
       fail("{}: expected {}.<option>=<value>", o.where, table + "." + leaf.substr(0, dot2));
-  } else if (!find_key(o.key) && !is_task_option(o.key)) {
-    const auto& tables = config_tables();
-    if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
-      const std::string hint = suggest_key(table, leaf);
-      fail("{}: unknown key {}{}", o.where, o.key,
-           hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
-    }
-    if (find_option_table(o.key))
-      fail("{}: {} is a table of layer options; set one option (e.g. --set {}.eps=1e-6)", o.where,
-           o.key, o.key);
-    unknown_key(o.where, table, leaf);
+    return;
   }
+  if (find_key(o.key) || is_task_option(o.key)) return;
+  if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
+    const std::string hint = suggest_key(table, leaf);
+    fail("{}: unknown key {}{}", o.where, o.key,
+         hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
+  }
+  if (find_option_table(o.key))
+    fail("{}: {} is a table of layer options; set one option (e.g. --set {}.eps=1e-6)", o.where,
+         o.key, o.key);
+  unknown_key(o.where, table, leaf);
+}
+
+Override parse_override(const std::string& arg) {
+  Override o;
+  o.where = "--set " + arg;
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos) fail("{}: expected key=value (e.g. --set model.heads=8)", o.where);
+  o.key = trim(arg.substr(0, eq));
+  check_override_key(o);
   const std::string text = arg.substr(eq + 1);
   if (text.find_first_of("\r\n") != std::string::npos)
     fail("{}: the value must be a single TOML value on one line", o.where);

@@ -9,8 +9,8 @@
 // that gives its type, range or choices, whether it changes shapes, and a line of
 // documentation:
 //     std::unique_ptr<Task> make_copy_task(TaskOptions& o) {
-//       const int64_t length = o.get_int("length", 8, {.type = OptionType::integer, .lo = 2,
-//                                        .hi = 64, .shape = true, .doc = "Sequence length."});
+//       const int64_t length = o.get_int(
+//           "length", 8, OptionSpec::integer(2, 64).shaped().documented("Sequence length."));
 //       return std::make_unique<CopyTask>(length);
 //     }
 // A value of the wrong type or out of range is an error naming the key and its position in the
