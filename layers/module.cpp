@@ -8,7 +8,9 @@
 
 namespace headlab {
 
-Var SequenceLayer::forward_sum(const Var& x, const Var& r) { return forward(add(x, r)); }
+Var SequenceLayer::forward_sum(const Var& x, const Var& r) {
+  return forward(add(x, r));
+}
 
 Var Module::register_parameter(std::string name, Tensor init) {
   for (const auto& p : parameters_)

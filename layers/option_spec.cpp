@@ -13,7 +13,9 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
-std::string prefix(const std::string& where) { return where.empty() ? "" : where + ": "; }
+std::string prefix(const std::string& where) {
+  return where.empty() ? "" : where + ": ";
+}
 
 std::string format_real(double v) {
   if (std::isnan(v)) return "nan";
@@ -27,10 +29,18 @@ std::string format_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
           out += fmt::format("\\u{:04X}", static_cast<unsigned>(c));
@@ -109,14 +119,13 @@ void check_string(std::string_view key, const OptionSpec& spec, const std::strin
        hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint));
 }
 
-void check_number(std::string_view key, const OptionSpec& spec, double v,
-                  const std::string& where, const std::string& shown) {
+void check_number(std::string_view key, const OptionSpec& spec, double v, const std::string& where,
+                  const std::string& shown) {
   if (std::isnan(v) || std::isinf(v))
     fail("{}{} = {} is not a finite number: expected {}", prefix(where), key, shown,
          expected_text(spec));
   if (!in_range(spec, v))
-    fail("{}{} = {} is out of range: expected {}", prefix(where), key, shown,
-         expected_text(spec));
+    fail("{}{} = {} is out of range: expected {}", prefix(where), key, shown, expected_text(spec));
 }
 
 template <class T>
@@ -183,12 +192,18 @@ OptionSpec OptionSpec::documented(std::string text) const {
 
 const char* option_type_name(OptionType type) {
   switch (type) {
-    case OptionType::integer: return "integer";
-    case OptionType::real: return "number";
-    case OptionType::boolean: return "boolean";
-    case OptionType::string: return "string";
-    case OptionType::real_array: return "array of numbers";
-    case OptionType::string_array: return "array of strings";
+    case OptionType::integer:
+      return "integer";
+    case OptionType::real:
+      return "number";
+    case OptionType::boolean:
+      return "boolean";
+    case OptionType::string:
+      return "string";
+    case OptionType::real_array:
+      return "array of numbers";
+    case OptionType::string_array:
+      return "array of strings";
   }
   return "?";
 }
@@ -268,21 +283,14 @@ void check_option(std::string_view key, const OptionSpec& spec, const TypedValue
 }
 
 OptionValue option_value(const TypedValue& value) {
+  if (const int64_t* n = std::get_if<int64_t>(&value)) return *n;
+  if (const double* f = std::get_if<double>(&value)) return *f;
+  if (const bool* b = std::get_if<bool>(&value)) return *b;
+  if (const std::string* s = std::get_if<std::string>(&value)) return *s;
   if (const auto* reals = std::get_if<std::vector<double>>(&value))
     return OptionArray(reals->begin(), reals->end());
-  if (const auto* names = std::get_if<std::vector<std::string>>(&value))
-    return OptionArray(names->begin(), names->end());
-  return std::visit(
-      [](const auto& v) -> OptionValue {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t> ||
-                      std::is_same_v<std::decay_t<decltype(v)>, double> ||
-                      std::is_same_v<std::decay_t<decltype(v)>, bool> ||
-                      std::is_same_v<std::decay_t<decltype(v)>, std::string>)
-          return OptionValue(v);
-        else
-          return OptionValue();  // arrays: handled above
-      },
-      value);
+  const auto& names = std::get<std::vector<std::string>>(value);
+  return OptionArray(names.begin(), names.end());
 }
 
 std::string format_value(const TypedValue& value) {

@@ -44,8 +44,8 @@ struct OptionSpec {
 };
 
 // A value converted to its spec's type.
-using TypedValue = std::variant<int64_t, double, bool, std::string, std::vector<double>,
-                                std::vector<std::string>>;
+using TypedValue =
+    std::variant<int64_t, double, bool, std::string, std::vector<double>, std::vector<std::string>>;
 
 // "integer", "number", "boolean", "string", "array of numbers", "array of strings".
 const char* option_type_name(OptionType type);

@@ -6,23 +6,35 @@ namespace headlab {
 
 const char* OptionValue::type_article() const {
   switch (data.index()) {
-    case 0: return "an integer";
-    case 1: return "a float";
-    case 2: return "a boolean";
-    case 3: return "a string";
-    case 4: return "an array";
-    default: return std::get<Unsupported>(data).type == "table" ? "a table" : "a date/time";
+    case 0:
+      return "an integer";
+    case 1:
+      return "a float";
+    case 2:
+      return "a boolean";
+    case 3:
+      return "a string";
+    case 4:
+      return "an array";
+    default:
+      return std::get<Unsupported>(data).type == "table" ? "a table" : "a date/time";
   }
 }
 
 std::string OptionValue::type_name() const {
   switch (data.index()) {
-    case 0: return "integer";
-    case 1: return "float";
-    case 2: return "boolean";
-    case 3: return "string";
-    case 4: return "array";
-    default: return std::get<Unsupported>(data).type;
+    case 0:
+      return "integer";
+    case 1:
+      return "float";
+    case 2:
+      return "boolean";
+    case 3:
+      return "string";
+    case 4:
+      return "array";
+    default:
+      return std::get<Unsupported>(data).type;
   }
 }
 

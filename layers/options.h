@@ -4,8 +4,8 @@
 // a program builds them directly:
 //     OptionMap options{{"d_model", 8}, {"eps", 1e-5}, {"affine", false}};
 //     make_layer("layer_norm", options, rng);
-// Each value may carry where it came from ("<file>:12:3", or "--set ...:1:9" for an override), so that
-// the reader's error messages can point at it.
+// Each value may carry where it came from ("<file>:12:3", or "--set ...:1:9" for an override), so
+// that the reader's error messages can point at it.
 
 #include <concepts>
 #include <cstdint>
@@ -33,8 +33,7 @@ struct OptionValue {
 
   OptionValue() = default;
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  OptionValue(T v) : data(static_cast<int64_t>(v)) {}
+  requires(!std::same_as<T, bool>) OptionValue(T v) : data(static_cast<int64_t>(v)) {}
   OptionValue(double v) : data(v) {}
   OptionValue(bool v) : data(v) {}
   OptionValue(const char* v) : data(std::string(v)) {}

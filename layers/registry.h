@@ -1,8 +1,9 @@
 #pragma once
 // The layer registry: one map from the names used in config files ("layer_norm",
 // "feed_forward", "multi_head_attention", ...) to factories that build the layer from its
-// options (an OptionMap, layers/options.h; train/config fills it from the config's TOML). The encoder fills its norm, ffn and attention slots through it, so a layer
-// registered by a user can be selected from a config without editing the library.
+// options (an OptionMap, layers/options.h; train/config fills it from the config file). The
+// encoder fills its norm, ffn and attention slots through it, so a layer registered by a user
+// can be selected from a config without editing the library.
 //
 // Registering a layer from outside the library is one line, at namespace scope in any .cpp of
 // the executable:
@@ -38,12 +39,12 @@ class LayerOptions {
   // `own`: the layer's table (checked for unknown keys). `inherited`: values from the model
   // (never checked). `dropout_rng`: shared generator for dropout masks; when null, one is
   // created on first request, seeded from init_rng.
-  LayerOptions(std::string layer, const OptionMap& own, const OptionMap& inherited,
-               Rng& init_rng, std::shared_ptr<Rng> dropout_rng = nullptr);
+  LayerOptions(std::string layer, const OptionMap& own, const OptionMap& inherited, Rng& init_rng,
+               std::shared_ptr<Rng> dropout_rng = nullptr);
 
   // Typed reads. Throw headlab::Error naming the layer, key, expected and actual type, and the
-  // file:line:col when the value carries one (OptionValue::where). Integers are accepted where a float is
-  // expected; floats are not accepted where an integer is.
+  // file:line:col when the value carries one (OptionValue::where). Integers are accepted where a
+  // float is expected; floats are not accepted where an integer is.
   int64_t get_int(std::string_view key, int64_t fallback);
   float get_float(std::string_view key, float fallback);
   bool get_bool(std::string_view key, bool fallback);

@@ -59,8 +59,10 @@ TEST_CASE("train: config defaults fill every key but task.name, which is require
   }
   // The task's own keys, defaults filled by the task, in the order it reads them.
   std::vector<std::string> task_keys;
-  for (const auto& [key, value] : c.task.options) task_keys.push_back(key + " = " + format_value(value));
-  CHECK(task_keys == std::vector<std::string>{"colours = 4", "relations = [\"PREV\", \"HEAD\", \"SEM\"]",
+  for (const auto& [key, value] : c.task.options)
+    task_keys.push_back(key + " = " + format_value(value));
+  CHECK(task_keys == std::vector<std::string>{"colours = 4",
+                                              "relations = [\"PREV\", \"HEAD\", \"SEM\"]",
                                               "embedding = \"factored\""});
   const std::string e = error_of("[model]\nheads = 4\n");
   CHECK_HAS(e, "t.toml");
@@ -263,8 +265,9 @@ TEST_CASE("train: config resolved TOML round-trips with the same hash") {
     const std::string leaf = key.key.substr(key.key.find('.') + 1);
     CHECK_MESSAGE(has(text, "\n" + leaf + " = "), key.key);
   }
-  CHECK(has(text, "[task]\nname = \"dependency\"\ncolours = 4\nrelations = [\"PREV\", \"HEAD\", "
-                  "\"SEM\"]\nembedding = \"factored\"\n"));
+  CHECK(has(text,
+            "[task]\nname = \"dependency\"\ncolours = 4\nrelations = [\"PREV\", \"HEAD\", "
+            "\"SEM\"]\nembedding = \"factored\"\n"));
   const Config back = parse_config(text, "resolved.toml");
   CHECK(to_toml(back) == text);
   CHECK(config_hash(back) == config_hash(c));

@@ -33,8 +33,8 @@ const std::string kTask = "[task]\nname = \"dependency\"\n";
 TEST_CASE("train: estimate_memory counts exactly the parameters of the model it describes") {
   using V = std::vector<std::string>;
   const std::vector<V> variants = {
-      {},                                                   // the flagship
-      {"model.norm=\"post\""},                              // no final norm
+      {},                       // the flagship
+      {"model.norm=\"post\""},  // no final norm
       {"model.norm=\"post\"", "model.positions=\"sinusoidal\"", "model.layers=3"},
       {"model.head_dim=8", "model.heads=3", "task.embedding=\"joint\""},
       {"model.ffn_options.bias=false", "model.norm_options.affine=false"},

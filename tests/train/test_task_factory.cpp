@@ -49,7 +49,9 @@ std::unique_ptr<Task> make_copy_task(TaskOptions& o) {
 
 const TaskRegistrar copy_registrar("test_copy", make_copy_task);
 
-TaskConfig dependency(OptionMap options = {}) { return {"dependency", std::move(options)}; }
+TaskConfig dependency(OptionMap options = {}) {
+  return {"dependency", std::move(options)};
+}
 
 }  // namespace
 
@@ -129,5 +131,6 @@ TEST_CASE("train: a task registered outside the library is selected by its confi
 TEST_CASE("train: a changed task option is a shape difference, named by its task key") {
   const Config a = parse_config("[task]\nname = \"dependency\"\n", "a.toml");
   const Config b = parse_config("[task]\nname = \"dependency\"\ncolours = 5\n", "b.toml");
-  CHECK(shape_differences(a, b) == std::vector<std::string>{"task.colours: 4 (checkpoint) vs 5 (config)"});
+  CHECK(shape_differences(a, b) ==
+        std::vector<std::string>{"task.colours: 4 (checkpoint) vs 5 (config)"});
 }

@@ -202,8 +202,8 @@ Override parse_override(const std::string& arg) {
 }
 
 // A layer option's value; nested tables are refused (a layer reads plain values).
-OptionValue layer_option(const std::string& table, const std::string& key,
-                         const toml::node& node, std::string_view source) {
+OptionValue layer_option(const std::string& table, const std::string& key, const toml::node& node,
+                         std::string_view source) {
   if (node.is_table())
     fail("{}: {}.{} is a table, but layer options are plain values",
          position(node.source(), source), table, key);

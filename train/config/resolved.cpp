@@ -20,8 +20,8 @@ std::string options_text(const OptionMap& options) {
     const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
     });
-    out += fmt::format("{} = {}\n", bare ? key : format_value(TypedValue(key)),
-                       format_value(value));
+    out +=
+        fmt::format("{} = {}\n", bare ? key : format_value(TypedValue(key)), format_value(value));
   }
   return out;
 }

@@ -38,8 +38,8 @@ struct StepMetrics {
 
 struct EvalMetrics {
   int64_t step = 0;
-  double loss = 0;      // mean cross-entropy over non-BOS tokens
-  double accuracy = 0;  // token accuracy over non-BOS tokens
+  double loss = 0;                        // mean cross-entropy over non-BOS tokens
+  double accuracy = 0;                    // token accuracy over non-BOS tokens
   std::vector<std::string> relations;     // Task::relations()
   std::vector<double> relation_accuracy;  // per relation: Task::relation_correct's accuracy,
                                           // written as "component_accuracy"

@@ -144,13 +144,16 @@ Sentence draw_sentence(Rng& rng, uint64_t colours) {
 int partner(Relation r, int t, const Sentence& s) {
   const int c = s.category[t];
   switch (r) {
-    case Relation::prev: return t - 1;
-    case Relation::next: return t + 1 == kT ? 0 : t + 1;
+    case Relation::prev:
+      return t - 1;
+    case Relation::next:
+      return t + 1 == kT ? 0 : t + 1;
     case Relation::head: {
       const int g = DependencyGrammar::governor[c];
       return g == DependencyGrammar::kRoot ? 0 : s.position[g];
     }
-    case Relation::sem: return s.position[DependencyGrammar::sem[c]];
+    case Relation::sem:
+      return s.position[DependencyGrammar::sem[c]];
   }
   return 0;
 }

@@ -23,7 +23,9 @@ Registry& registry() {
   return r;
 }
 
-std::string prefix(const std::string& where) { return where.empty() ? "" : where + ": "; }
+std::string prefix(const std::string& where) {
+  return where.empty() ? "" : where + ": ";
+}
 
 }  // namespace
 
@@ -104,7 +106,9 @@ TaskRegistrar::TaskRegistrar(std::string name, TaskFactory factory) {
   register_task(std::move(name), std::move(factory));
 }
 
-bool has_task(std::string_view name) { return registry().find(name) != registry().end(); }
+bool has_task(std::string_view name) {
+  return registry().find(name) != registry().end();
+}
 
 std::vector<std::string> registered_tasks() {
   std::vector<std::string> names;
