@@ -24,6 +24,9 @@ class Embedding : public Module {
  public:
   Embedding(const EmbeddingOptions& options, Rng& rng);
   Var forward(std::span<const int32_t> ids, const Shape& ids_shape);
+  static int64_t parameter_count(const EmbeddingOptions& o) {
+    return o.num_embeddings * o.embedding_dim;
+  }
 
   const EmbeddingOptions& options() const { return options_; }
   Var weight;

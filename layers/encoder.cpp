@@ -5,6 +5,34 @@
 #include "layers/dropout.h"
 
 namespace headlab {
+namespace {
+
+EncoderLayerOptions layer_options(const EncoderOptions& o) {
+  return {o.d_model, o.heads,  o.head_dim,     o.d_ff,          o.activation, o.norm,
+          o.dropout, o.attn_dropout, o.init, o.attention_layer, o.ffn_layer,  o.norm_layer};
+}
+
+EmbeddingOptions embedding_options(const EncoderOptions& o, size_t feature) {
+  return {o.vocab_sizes[feature], o.d_model, o.embed_init_std};
+}
+
+PositionalEncodingOptions position_options(const EncoderOptions& o) {
+  return {o.max_len, o.d_model, o.positions, o.pos_init_std};
+}
+
+}  // namespace
+
+int64_t Encoder::parameter_count(const EncoderOptions& o) {
+  int64_t n = 0;
+  for (size_t f = 0; f < o.vocab_sizes.size(); ++f)
+    n += Embedding::parameter_count(embedding_options(o, f));
+  n += PositionalEncoding::parameter_count(position_options(o));
+  const EncoderLayerOptions lo = layer_options(o);
+  n += o.layers * EncoderLayer::parameter_count(lo);
+  if (o.norm == NormPosition::pre)
+    n += layer_parameter_count(o.norm_layer, inherited_slot_options(lo));
+  return n + o.d_model * o.num_classes + o.num_classes;  // the classifier, a Linear with bias
+}
 
 Encoder::Encoder(const EncoderOptions& options, Rng& rng)
     : options_(options), dropout_rng_(std::make_shared<Rng>(options.dropout_seed)) {
@@ -18,17 +46,12 @@ Encoder::Encoder(const EncoderOptions& options, Rng& rng)
   check_dropout_p(o.dropout, "encoder: dropout");
 
   for (size_t f = 0; f < o.vocab_sizes.size(); ++f)
-    embeddings_.push_back(register_module(
-        "embeddings." + std::to_string(f),
-        std::make_shared<Embedding>(EmbeddingOptions{o.vocab_sizes[f], o.d_model, o.embed_init_std},
-                                    rng)));
-  positions_ = register_module(
-      "positions", std::make_shared<PositionalEncoding>(
-                       PositionalEncodingOptions{o.max_len, o.d_model, o.positions, o.pos_init_std},
-                       rng));
-  const EncoderLayerOptions lo{o.d_model,   o.heads,        o.head_dim, o.d_ff,
-                               o.activation, o.norm,        o.dropout,  o.attn_dropout,
-                               o.init,       o.attention_layer, o.ffn_layer, o.norm_layer};
+    embeddings_.push_back(
+        register_module("embeddings." + std::to_string(f),
+                        std::make_shared<Embedding>(embedding_options(o, f), rng)));
+  positions_ = register_module("positions",
+                               std::make_shared<PositionalEncoding>(position_options(o), rng));
+  const EncoderLayerOptions lo = layer_options(o);
   for (int64_t l = 0; l < o.layers; ++l)
     layers_.push_back(register_module("layers." + std::to_string(l),
                                       std::make_shared<EncoderLayer>(lo, rng, dropout_rng_)));

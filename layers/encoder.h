@@ -78,6 +78,10 @@ struct EncoderOutput {
 class Encoder : public Module {
  public:
   Encoder(const EncoderOptions& options, Rng& rng);
+  // The number of parameter values Encoder(options, ...) has (the sum of named_parameters()'
+  // numels), from each part's options: nothing is allocated, so the memory estimate can run it
+  // on any size. Registry layers count through their counters (layers/registry.h).
+  static int64_t parameter_count(const EncoderOptions& options);
 
   // features: one span of B*T ids per feature (row-major [B, T]), in vocab_sizes order.
   // key_padding_mask [B, T]: nonzero marks padding (masked as keys).

@@ -3,7 +3,6 @@
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/dropout.h"
-#include "layers/layer_norm.h"
 
 namespace headlab {
 
@@ -13,8 +12,8 @@ NormPosition parse_norm_position(std::string_view name, std::string_view what) {
   fail("{}: unknown norm '{}' (known: pre, post)", what, name);
 }
 
-toml::table inherited_slot_options(const EncoderLayerOptions& o) {
-  return toml::table{
+OptionMap inherited_slot_options(const EncoderLayerOptions& o) {
+  return OptionMap{
       {"d_model", o.d_model},
       {"heads", o.heads},
       {"head_dim", o.head_dim},
@@ -25,12 +24,19 @@ toml::table inherited_slot_options(const EncoderLayerOptions& o) {
   };
 }
 
+int64_t EncoderLayer::parameter_count(const EncoderLayerOptions& o) {
+  const OptionMap inherited = inherited_slot_options(o);
+  return layer_parameter_count(o.attention_layer, inherited) +
+         layer_parameter_count(o.ffn_layer, inherited) +
+         2 * layer_parameter_count(o.norm_layer, inherited);
+}
+
 EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
                            std::shared_ptr<Rng> dropout_rng)
     : options_(options),
       dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(0)) {
   check_dropout_p(options.dropout, "encoder_layer: dropout");
-  const toml::table inherited = inherited_slot_options(options);
+  const OptionMap inherited = inherited_slot_options(options);
   auto attention = make_layer(options.attention_layer, inherited, rng, dropout_rng_);
   attn = std::dynamic_pointer_cast<MultiHeadAttention>(attention);
   if (!attn)
@@ -41,15 +47,6 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
   ffn = register_module("ffn", make_layer(options.ffn_layer, inherited, rng, dropout_rng_));
   norm1 = register_module("norm1", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
   norm2 = register_module("norm2", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
-}
-
-// norm(x + r); a LayerNorm slot runs it as one fused op (add_layer_norm).
-Var EncoderLayer::add_norm(const std::shared_ptr<SequenceLayer>& norm, const Var& x,
-                           const Var& r) {
-  if (const auto* ln = dynamic_cast<const LayerNorm*>(norm.get()))
-    if (x.shape() == r.shape() && x.size(-1) == ln->options().dim)
-      return add_layer_norm(x, r, ln->weight, ln->bias, ln->options().eps);
-  return norm->forward(add(x, r));
 }
 
 Var EncoderLayer::residual_dropout(const Var& y) {
@@ -70,8 +67,9 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
     y = add(y, residual_dropout(ffn->forward(norm2->forward(y))));
   } else {
     a = attn->forward(x, x, x, key_padding_mask, attn_mask, need_weights);
-    y = add_norm(norm1, x, residual_dropout(a.output));
-    y = add_norm(norm2, y, residual_dropout(ffn->forward(y)));
+    // norm(x + r); a LayerNorm slot fuses the addition (LayerNorm::forward_sum).
+    y = norm1->forward_sum(x, residual_dropout(a.output));
+    y = norm2->forward_sum(y, residual_dropout(ffn->forward(y)));
   }
   return {y, a.weights};
 }

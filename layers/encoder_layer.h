@@ -46,7 +46,7 @@ struct EncoderLayerOptions {
 
 // The values a slot's factory inherits from these options (d_model, heads, head_dim, d_ff,
 // activation, attn_dropout, init).
-toml::table inherited_slot_options(const EncoderLayerOptions& options);
+OptionMap inherited_slot_options(const EncoderLayerOptions& options);
 
 struct EncoderLayerOutput {
   Var output;   // [B, T, d_model]
@@ -64,6 +64,10 @@ class EncoderLayer : public Module {
                              const Tensor* attn_mask = nullptr, bool need_weights = false);
 
   const EncoderLayerOptions& options() const { return options_; }
+  // The parameter count of EncoderLayer(options, ...), from the slots' counters (nothing
+  // allocated; see layer_parameter_count).
+  static int64_t parameter_count(const EncoderLayerOptions& options);
+
   std::shared_ptr<MultiHeadAttention> attn;
   std::shared_ptr<SequenceLayer> ffn;
   std::shared_ptr<SequenceLayer> norm1;
@@ -71,7 +75,6 @@ class EncoderLayer : public Module {
 
  private:
   Var residual_dropout(const Var& y);
-  Var add_norm(const std::shared_ptr<SequenceLayer>& norm, const Var& x, const Var& r);
 
   EncoderLayerOptions options_;
   std::shared_ptr<Rng> dropout_rng_;

@@ -42,7 +42,13 @@ Var FeedForward::forward(const Var& x) {
   return w2->forward(h);
 }
 
-std::shared_ptr<SequenceLayer> make_feed_forward_layer(LayerOptions& o) {
+int64_t FeedForward::parameter_count(const FeedForwardOptions& o) {
+  return 2 * o.d_model * o.d_ff + (o.bias ? o.d_ff + o.d_model : 0);
+}
+
+namespace {
+
+FeedForwardOptions read_options(LayerOptions& o) {
   FeedForwardOptions opt;
   opt.d_model = o.require_int("d_model");
   opt.d_ff = o.require_int("d_ff");
@@ -50,7 +56,17 @@ std::shared_ptr<SequenceLayer> make_feed_forward_layer(LayerOptions& o) {
   opt.activation_dropout = o.get_float("activation_dropout", 0.0f);
   opt.bias = o.get_bool("bias", true);
   opt.init = parse_init(o.get_string("init", "default"), "feed_forward");
-  return std::make_shared<FeedForward>(opt, o.init_rng(), o.dropout_rng());
+  return opt;
+}
+
+}  // namespace
+
+std::shared_ptr<SequenceLayer> make_feed_forward_layer(LayerOptions& o) {
+  return std::make_shared<FeedForward>(read_options(o), o.init_rng(), o.dropout_rng());
+}
+
+int64_t count_feed_forward_parameters(LayerOptions& o) {
+  return FeedForward::parameter_count(read_options(o));
 }
 
 }  // namespace headlab

@@ -37,6 +37,8 @@ class FeedForward : public SequenceLayer {
   FeedForward(const FeedForwardOptions& options, Rng& rng,
               std::shared_ptr<Rng> dropout_rng = nullptr);
   Var forward(const Var& x) override;
+  // w1 [d_ff, d_model] and w2 [d_model, d_ff], with their biases when options.bias.
+  static int64_t parameter_count(const FeedForwardOptions& options);
 
   const FeedForwardOptions& options() const { return options_; }
   std::shared_ptr<Linear> w1;
@@ -48,7 +50,8 @@ class FeedForward : public SequenceLayer {
 };
 
 // Registry factory "feed_forward": keys d_model, d_ff, activation, activation_dropout, bias,
-// init.
+// init; and its parameter counter.
 std::shared_ptr<SequenceLayer> make_feed_forward_layer(LayerOptions& options);
+int64_t count_feed_forward_parameters(LayerOptions& options);
 
 }  // namespace headlab

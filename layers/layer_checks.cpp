@@ -174,10 +174,10 @@ std::vector<GradcheckCase> registry_gradcheck_cases() {
   std::vector<GradcheckCase> cases;
   for (const std::string& name : registered_layers()) {
     cases.push_back(layer_case(name, "from the registry", [name](uint64_t seed) {
-      const toml::table inherited{{"d_model", 4}, {"heads", 2},         {"d_ff", 6},
-                                  {"max_len", 5}, {"activation", "gelu"}};
+      const OptionMap inherited{{"d_model", 4}, {"heads", 2},         {"d_ff", 6},
+                                {"max_len", 5}, {"activation", "gelu"}};
       Rng rng(seed);
-      auto layer = make_layer(name, toml::table{}, inherited, rng);
+      auto layer = make_layer(name, OptionMap{}, inherited, rng);
       return gradcheck_sequence_layer(*layer, 4, seed);
     }));
   }

@@ -22,12 +22,34 @@ Var LayerNorm::forward(const Var& x) {
   return layer_norm(x, weight, bias, options_.eps);
 }
 
-std::shared_ptr<SequenceLayer> make_layer_norm_layer(LayerOptions& o) {
+Var LayerNorm::forward_sum(const Var& x, const Var& r) {
+  if (x.shape() == r.shape() && x.rank() >= 1 && x.size(-1) == options_.dim)
+    return add_layer_norm(x, r, weight, bias, options_.eps);
+  return forward(add(x, r));
+}
+
+int64_t LayerNorm::parameter_count(const LayerNormOptions& options) {
+  return options.affine ? 2 * options.dim : 0;
+}
+
+namespace {
+
+LayerNormOptions read_options(LayerOptions& o) {
   LayerNormOptions opt;
   opt.dim = o.require_int("d_model");
   opt.eps = o.get_float("eps", 1e-5f);
   opt.affine = o.get_bool("affine", true);
-  return std::make_shared<LayerNorm>(opt);
+  return opt;
+}
+
+}  // namespace
+
+std::shared_ptr<SequenceLayer> make_layer_norm_layer(LayerOptions& o) {
+  return std::make_shared<LayerNorm>(read_options(o));
+}
+
+int64_t count_layer_norm_parameters(LayerOptions& o) {
+  return LayerNorm::parameter_count(read_options(o));
 }
 
 }  // namespace headlab

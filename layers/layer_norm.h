@@ -23,6 +23,10 @@ class LayerNorm : public SequenceLayer {
  public:
   explicit LayerNorm(const LayerNormOptions& options);
   Var forward(const Var& x) override;
+  // norm(x + r) as one fused op (add_layer_norm) when x and r have the same shape.
+  Var forward_sum(const Var& x, const Var& r) override;
+  // 2 * dim with affine, else 0.
+  static int64_t parameter_count(const LayerNormOptions& options);
 
   const LayerNormOptions& options() const { return options_; }
   Var weight;  // gain; undefined without affine
@@ -32,7 +36,8 @@ class LayerNorm : public SequenceLayer {
   LayerNormOptions options_;
 };
 
-// Registry factory "layer_norm": keys d_model, eps, affine.
+// Registry factory "layer_norm": keys d_model, eps, affine; and its parameter counter.
 std::shared_ptr<SequenceLayer> make_layer_norm_layer(LayerOptions& options);
+int64_t count_layer_norm_parameters(LayerOptions& options);
 
 }  // namespace headlab

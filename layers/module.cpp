@@ -3,9 +3,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/ops.h"
 #include "core/error.h"
 
 namespace headlab {
+
+Var SequenceLayer::forward_sum(const Var& x, const Var& r) {
+  return forward(add(x, r));
+}
 
 Var Module::register_parameter(std::string name, Tensor init) {
   for (const auto& p : parameters_)

@@ -74,6 +74,9 @@ class SequenceLayer : public Module {
  public:
   virtual Var forward(const Var& x) = 0;
   Var operator()(const Var& x) { return forward(x); }
+  // forward(x + r): the post-norm encoder's "norm of the residual sum". A layer that can fuse
+  // the addition into its own kernel overrides this (LayerNorm does).
+  virtual Var forward_sum(const Var& x, const Var& r);
 };
 
 }  // namespace headlab

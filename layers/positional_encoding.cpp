@@ -58,13 +58,29 @@ Var PositionalEncoding::forward(const Var& x) {
   return add(x, Var(sinusoid_.slice(0, t)));
 }
 
-std::shared_ptr<SequenceLayer> make_positional_encoding_layer(LayerOptions& o) {
+int64_t PositionalEncoding::parameter_count(const PositionalEncodingOptions& o) {
+  return o.kind == PositionKind::learned ? o.max_len * o.d_model : 0;
+}
+
+namespace {
+
+PositionalEncodingOptions read_options(LayerOptions& o) {
   PositionalEncodingOptions opt;
   opt.d_model = o.require_int("d_model");
   opt.max_len = o.require_int("max_len");
   opt.kind = parse_position_kind(o.get_string("kind", "learned"), "positional_encoding");
   opt.init_std = o.get_float("init_std", 1.0f);
-  return std::make_shared<PositionalEncoding>(opt, o.init_rng());
+  return opt;
+}
+
+}  // namespace
+
+std::shared_ptr<SequenceLayer> make_positional_encoding_layer(LayerOptions& o) {
+  return std::make_shared<PositionalEncoding>(read_options(o), o.init_rng());
+}
+
+int64_t count_positional_encoding_parameters(LayerOptions& o) {
+  return PositionalEncoding::parameter_count(read_options(o));
 }
 
 }  // namespace headlab

@@ -34,6 +34,8 @@ class PositionalEncoding : public SequenceLayer {
  public:
   PositionalEncoding(const PositionalEncodingOptions& options, Rng& rng);
   Var forward(const Var& x) override;
+  // max_len * d_model when learned, else 0.
+  static int64_t parameter_count(const PositionalEncodingOptions& options);
 
   const PositionalEncodingOptions& options() const { return options_; }
   // The learned table (undefined for sinusoidal).
@@ -47,7 +49,9 @@ class PositionalEncoding : public SequenceLayer {
   std::vector<int32_t> positions_;  // 0..max_len-1, the ids gathered from the learned table
 };
 
-// Registry factory "positional_encoding": keys d_model, max_len, kind, init_std.
+// Registry factory "positional_encoding": keys d_model, max_len, kind, init_std; and its
+// parameter counter.
 std::shared_ptr<SequenceLayer> make_positional_encoding_layer(LayerOptions& options);
+int64_t count_positional_encoding_parameters(LayerOptions& options);
 
 }  // namespace headlab

@@ -1,13 +1,18 @@
 #pragma once
 // The layer registry: one map from the names used in config files ("layer_norm",
-// "feed_forward", "multi_head_attention", ...) to factories that build the layer from its TOML
-// options table. The encoder fills its norm, ffn and attention slots through it, so a layer
-// registered by a user can be selected from a config without editing the library.
+// "feed_forward", "multi_head_attention", ...) to factories that build the layer from its
+// options (an OptionMap, layers/options.h; train/config fills it from the config file). The
+// encoder fills its norm, ffn and attention slots through it, so a layer registered by a user
+// can be selected from a config without editing the library.
 //
 // Registering a layer from outside the library is one line, at namespace scope in any .cpp of
 // the executable:
-//     static headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm);
-// or, equivalently, a call `headlab::register_layer("rms_norm", make_rms_norm);` in main.
+//     static headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm,
+//                                                       count_rms_norm_parameters);
+// or, equivalently, a call `headlab::register_layer("rms_norm", make_rms_norm, ...);` in main.
+// The counter (optional) gives the layer's parameter count from the same options without
+// building it, for the memory estimate that runs before anything is allocated; without one,
+// the estimate builds the layer once to count.
 //
 // A factory reads its options through LayerOptions. Keys come from the layer's own table (e.g.
 // [model.norm_options]) or, when absent there, from values the enclosing model passes down
@@ -23,10 +28,9 @@
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "core/rng.h"
 #include "layers/module.h"
+#include "layers/options.h"
 
 namespace headlab {
 
@@ -35,12 +39,12 @@ class LayerOptions {
   // `own`: the layer's table (checked for unknown keys). `inherited`: values from the model
   // (never checked). `dropout_rng`: shared generator for dropout masks; when null, one is
   // created on first request, seeded from init_rng.
-  LayerOptions(std::string layer, const toml::table& own, const toml::table& inherited,
-               Rng& init_rng, std::shared_ptr<Rng> dropout_rng = nullptr);
+  LayerOptions(std::string layer, const OptionMap& own, const OptionMap& inherited, Rng& init_rng,
+               std::shared_ptr<Rng> dropout_rng = nullptr);
 
   // Typed reads. Throw headlab::Error naming the layer, key, expected and actual type, and the
-  // file:line:col when the table came from a file. Integers are accepted where a float is
-  // expected; floats are not accepted where an integer is.
+  // file:line:col when the value carries one (OptionValue::where). Integers are accepted where a
+  // float is expected; floats are not accepted where an integer is.
   int64_t get_int(std::string_view key, int64_t fallback);
   float get_float(std::string_view key, float fallback);
   bool get_bool(std::string_view key, bool fallback);
@@ -59,33 +63,36 @@ class LayerOptions {
   void check_all_used() const;
 
  private:
-  const toml::node* find(std::string_view key);
-  std::string where(const toml::node& node) const;
-  std::string where_key(const toml::key& key) const;
-  std::string where_region(const toml::source_region& src) const;
+  const OptionValue* find(std::string_view key);
+  [[noreturn]] void type_error(std::string_view key, const OptionValue& v,
+                               const char* expected) const;
 
   std::string layer_;
-  const toml::table& own_;
-  const toml::table& inherited_;
+  const OptionMap& own_;
+  const OptionMap& inherited_;
   Rng& init_rng_;
   std::shared_ptr<Rng> dropout_rng_;
   std::vector<std::string> known_;
 };
 
-// A registry name plus that layer's own options table: what a config slot holds, e.g.
+// A registry name plus that layer's own options: what a config slot holds, e.g.
 // norm_layer = "rms_norm" with [model.norm_options] eps = 1e-6.
 struct LayerSpec {
   std::string name;
-  toml::table options;
+  OptionMap options;
 };
 
 using LayerFactory = std::function<std::shared_ptr<SequenceLayer>(LayerOptions&)>;
+// The number of parameter values the factory's layer would have, read from the same options
+// (only the keys that decide shapes need to be asked for). Allocates nothing.
+using LayerParameterCount = std::function<int64_t(LayerOptions&)>;
 
-// Adds a factory under `name`. Throws if the name is empty or already registered.
-void register_layer(std::string name, LayerFactory factory);
+// Adds a factory (and optionally its counter) under `name`. Throws if the name is empty or
+// already registered.
+void register_layer(std::string name, LayerFactory factory, LayerParameterCount count = {});
 // Registers at static-initialisation time: `static LayerRegistrar r("name", factory);`.
 struct LayerRegistrar {
-  LayerRegistrar(std::string name, LayerFactory factory);
+  LayerRegistrar(std::string name, LayerFactory factory, LayerParameterCount count = {});
 };
 
 bool has_layer(std::string_view name);
@@ -95,18 +102,23 @@ std::vector<std::string> registered_layers();
 // Builds layer `name` from its options table. Throws "layers: unknown layer 'rms_nrom'
 // (known: dropout, feed_forward, ...)" for an unknown name, and the LayerOptions errors for
 // unknown keys or wrong types.
-std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const toml::table& options,
-                                          const toml::table& inherited, Rng& init_rng,
+std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
+                                          const OptionMap& inherited, Rng& init_rng,
                                           std::shared_ptr<Rng> dropout_rng = nullptr);
-inline std::shared_ptr<SequenceLayer> make_layer(std::string_view name,
-                                                 const toml::table& options, Rng& init_rng) {
-  return make_layer(name, options, toml::table{}, init_rng);
+inline std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
+                                                 Rng& init_rng) {
+  return make_layer(name, options, OptionMap{}, init_rng);
 }
 
-inline std::shared_ptr<SequenceLayer> make_layer(const LayerSpec& spec,
-                                                 const toml::table& inherited, Rng& init_rng,
+inline std::shared_ptr<SequenceLayer> make_layer(const LayerSpec& spec, const OptionMap& inherited,
+                                                 Rng& init_rng,
                                                  std::shared_ptr<Rng> dropout_rng = nullptr) {
   return make_layer(spec.name, spec.options, inherited, init_rng, std::move(dropout_rng));
 }
+
+// The parameter count of the layer make_layer(spec, inherited, ...) would build: from the
+// layer's counter when it has one (nothing allocated), else by building it once. Throws what
+// make_layer throws for an unknown name, and the counter's LayerOptions errors.
+int64_t layer_parameter_count(const LayerSpec& spec, const OptionMap& inherited);
 
 }  // namespace headlab

@@ -4,14 +4,13 @@
 //   3. the config (custom_layer.toml: norm_layer = "rms_norm") trains headlab's encoder on the
 //      dependency task with RMSNorm in every norm slot, through headlab's own Trainer.
 // Usage: custom_layer <config.toml> <run_dir> [--set key=value ...]
-// Exit 0 when the gradchecks pass and the evaluation loss fell by 10% or more; 1 otherwise.
+// Exit 0 when the gradchecks pass, the memory estimate counted the model's parameters exactly
+// and the evaluation loss fell by 10% or more; 1 otherwise.
 
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
-
-#include <toml++/toml.h>
 
 #include "autograd/gradcheck.h"
 #include "core/error.h"
@@ -44,7 +43,7 @@ bool check_gradients() {
   ok &= report("rms_norm op (x, weight)", gradcheck([&] { return custom::rms_norm(x, w, 1e-6f); },
                                                      {x, w}));
   // The layer as a config would build it, on [2, 3, 8] inputs.
-  auto layer = make_layer("rms_norm", toml::table{{"d_model", 8}, {"eps", 1e-5}}, rng);
+  auto layer = make_layer("rms_norm", OptionMap{{"d_model", 8}, {"eps", 1e-5}}, rng);
   ok &= report("rms_norm layer from the registry", gradcheck_sequence_layer(*layer, 8, 1));
   // Every registered layer, the new one included, as `headlab gradcheck` runs them.
   for (const GradcheckCase& c : registry_gradcheck_cases())
@@ -69,9 +68,11 @@ int main(int argc, char** argv) {
     headlab::check_run_dir(argv[2], false);
     headlab::Trainer trainer(config, argv[2]);
     const auto* norm = dynamic_cast<custom::RMSNorm*>(trainer.model().layer(0).norm1.get());
-    std::printf("model: %lld parameters, norm slot holds %s\n",
+    const int64_t estimated = headlab::estimate_memory(config).parameters;
+    std::printf("model: %lld parameters (estimated before building: %lld), norm slot holds %s\n",
                 static_cast<long long>(trainer.parameter_count()),
-                norm ? "custom::RMSNorm" : "something else");
+                static_cast<long long>(estimated), norm ? "custom::RMSNorm" : "something else");
+    if (estimated != trainer.parameter_count()) return 1;
     const headlab::EvalMetrics before = trainer.evaluate();
     const headlab::TrainResult result = trainer.run();
     std::printf("eval loss %.4f -> %.4f, accuracy %.3f -> %.3f after %lld steps (%.1f s)\n",

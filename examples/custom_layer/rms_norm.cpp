@@ -73,7 +73,12 @@ std::shared_ptr<headlab::SequenceLayer> make_rms_norm(headlab::LayerOptions& o) 
   return std::make_shared<RMSNorm>(options);
 }
 
+int64_t count_rms_norm_parameters(headlab::LayerOptions& o) {
+  return o.require_int("d_model");  // the weight [d_model]
+}
+
 // The one line that makes "rms_norm" available to configs.
-static const headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm);
+static const headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm,
+                                                        count_rms_norm_parameters);
 
 }  // namespace custom

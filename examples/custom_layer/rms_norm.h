@@ -33,7 +33,10 @@ class RMSNorm : public headlab::SequenceLayer {
   RMSNormOptions options_;
 };
 
-// Registry factory: keys d_model (inherited from the model), eps.
+// Registry factory: keys d_model (inherited from the model), eps. And its parameter counter
+// (d_model, the weight), which lets headlab's memory estimate count the layer without
+// building it.
 std::shared_ptr<headlab::SequenceLayer> make_rms_norm(headlab::LayerOptions& options);
+int64_t count_rms_norm_parameters(headlab::LayerOptions& options);
 
 }  // namespace custom

@@ -98,6 +98,33 @@ TEST_CASE("layers: encoder_layer pre- and post-norm equal their formulas") {
                        doctest::Contains("known: pre, post"), Error);
 }
 
+TEST_CASE("layers: post-norm LayerNorm slots fuse the residual add, other norms get the sum") {
+  for (const char* norm_layer : {"layer_norm", "softmax"}) {
+    CAPTURE(norm_layer);
+    Rng rng(5);
+    EncoderLayerOptions o;
+    o.d_model = 8;
+    o.heads = 2;
+    o.d_ff = 12;
+    o.norm = NormPosition::post;
+    o.norm_layer = {norm_layer, {}};
+    EncoderLayer layer(o, rng);
+    Tape tape;
+    TapeScope scope(tape);
+    Var x(randn({2, 3, 8}, rng), true);
+    layer.forward(x);
+    int fused = 0, adds = 0;
+    for (size_t i = 0; i < tape.size(); ++i) {
+      fused += std::string(tape.op_name(i)) == "add_layer_norm";
+      adds += std::string(tape.op_name(i)) == "add";
+    }
+    // LayerNorm: norm(x + r) is one add_layer_norm op per slot; a norm without forward_sum
+    // (softmax here: any SequenceLayer fills the slot) sees forward(add(x, r)).
+    CHECK(fused == (std::string(norm_layer) == "layer_norm" ? 2 : 0));
+    CHECK(adds == (std::string(norm_layer) == "layer_norm" ? 0 : 2));
+  }
+}
+
 TEST_CASE("layers: encoder shapes, per-layer weights and parameter names") {
   Rng rng(1);
   EncoderOptions o = tiny_options();

@@ -47,6 +47,13 @@ std::string error_of(F&& f) {
   return "(no error)";
 }
 
+// A value as the config loader gives it: with the positions of the value and of its key.
+OptionValue at(OptionValue v, std::string where, std::string key_where = "") {
+  v.where = std::move(where);
+  v.key_where = std::move(key_where);
+  return v;
+}
+
 }  // namespace
 
 TEST_CASE("layers: the registry lists built-in and registered layers") {
@@ -62,42 +69,47 @@ TEST_CASE("layers: the registry lists built-in and registered layers") {
 
 TEST_CASE("layers: an unknown layer name is an error listing the known ones") {
   Rng rng(1);
-  const std::string msg = error_of([&] { make_layer("rms_nrom", toml::table{}, rng); });
+  const std::string msg = error_of([&] { make_layer("rms_nrom", OptionMap{}, rng); });
   CHECK(msg.find("layers: unknown layer 'rms_nrom' (known: dropout, feed_forward, ") == 0);
   CHECK(msg.find("layer_norm") != std::string::npos);
 }
 
 TEST_CASE("layers: an unknown option key is an error listing the known keys and the place") {
   Rng rng(1);
-  const toml::table config = toml::parse(std::string_view("d_model = 8\nepss = 1e-6\n"), std::string_view("model.toml"));
+  const OptionMap config{{"d_model", at(8, "model.cfg:1:11", "model.cfg:1:1")},
+                         {"epss", at(1e-6, "model.cfg:2:8", "model.cfg:2:1")}};
   const std::string msg = error_of([&] { make_layer("layer_norm", config, rng); });
   CHECK(msg ==
-        "layers: unknown option 'epss' for layer 'layer_norm' (model.toml:2:1) (known: d_model, "
+        "layers: unknown option 'epss' for layer 'layer_norm' (model.cfg:2:1) (known: d_model, "
         "eps, affine)");
-  const toml::table two{{"d_model", 8}, {"x", 1}, {"y", 2}};
+  // Without a key position the value's is named.
+  const OptionMap no_key{{"d_model", 8}, {"epss", at(1e-6, "--set x:1:9")}};
+  CHECK(error_of([&] { make_layer("layer_norm", no_key, rng); }).find("(--set x:1:9)") !=
+        std::string::npos);
+  const OptionMap two{{"d_model", 8}, {"x", 1}, {"y", 2}};
   CHECK(error_of([&] { make_layer("layer_norm", two, rng); }).find("unknown options 'x', 'y'") !=
         std::string::npos);
 }
 
 TEST_CASE("layers: a wrong option type or a missing required option names the key") {
   Rng rng(1);
-  const toml::table config = toml::parse(std::string_view("d_model = 8\neps = \"small\"\n"), std::string_view("m.toml"));
+  const OptionMap config{{"d_model", 8}, {"eps", at("small", "m.cfg:2:7")}};
   CHECK(error_of([&] { make_layer("layer_norm", config, rng); }) ==
         "layers: option 'eps' of layer 'layer_norm' is a string but expected a number "
-        "(m.toml:2:7)");
-  CHECK(error_of([&] { make_layer("layer_norm", toml::table{{"d_model", 8.5}}, rng); })
+        "(m.cfg:2:7)");
+  CHECK(error_of([&] { make_layer("layer_norm", OptionMap{{"d_model", 8.5}}, rng); })
             .find("'d_model' of layer 'layer_norm' is a float but expected an integer") !=
         std::string::npos);
-  CHECK(error_of([&] { make_layer("feed_forward", toml::table{{"d_model", 8}}, rng); }) ==
+  CHECK(error_of([&] { make_layer("feed_forward", OptionMap{{"d_model", 8}}, rng); }) ==
         "layers: layer 'feed_forward' needs option 'd_ff' (an integer)");
 }
 
 TEST_CASE("layers: own options override the values a slot inherits") {
   Rng rng(1);
-  const toml::table inherited{{"d_model", 8}, {"d_ff", 16}, {"heads", 2}};
-  auto ffn = make_layer("feed_forward", toml::table{{"d_ff", 10}}, inherited, rng);
+  const OptionMap inherited{{"d_model", 8}, {"d_ff", 16}, {"heads", 2}};
+  auto ffn = make_layer("feed_forward", OptionMap{{"d_ff", 10}}, inherited, rng);
   CHECK(dynamic_cast<FeedForward&>(*ffn).w1->weight.shape() == Shape{10, 8});
-  auto mha = make_layer("multi_head_attention", toml::table{}, inherited, rng);
+  auto mha = make_layer("multi_head_attention", OptionMap{}, inherited, rng);
   CHECK(dynamic_cast<MultiHeadAttention&>(*mha).heads() == 2);
 }
 
@@ -110,7 +122,7 @@ TEST_CASE("layers: a layer registered in one line fills the encoder's norm slot"
   o.heads = 2;
   o.d_ff = 8;
   o.num_classes = 3;
-  o.norm_layer = {"test_scale_norm", toml::table{{"s0", 2.0}}};
+  o.norm_layer = {"test_scale_norm", OptionMap{{"s0", 2.0}}};
   Encoder model(o, rng);
   std::vector<std::string> names;
   for (const auto& p : model.named_parameters()) names.push_back(p.name);
@@ -122,11 +134,11 @@ TEST_CASE("layers: a layer registered in one line fills the encoder's norm slot"
   cross_entropy(model.forward({ids}, 1, 4).logits, labels).backward();
   CHECK(model.named_parameters()[names.size() - 3].var.has_grad());  // final_norm.gain
 
-  o.norm_layer = {"test_scale_norm", toml::table{{"s1", 2.0}}};
+  o.norm_layer = {"test_scale_norm", OptionMap{{"s1", 2.0}}};
   CHECK(error_of([&] { Encoder bad(o, rng); }) ==
         "layers: unknown option 's1' for layer 'test_scale_norm' (known: d_model, s0)");
   // The user's layer is gradchecked like the built-ins.
-  auto layer = make_layer("test_scale_norm", toml::table{{"d_model", 4}, {"s0", 1.5}}, rng);
+  auto layer = make_layer("test_scale_norm", OptionMap{{"d_model", 4}, {"s0", 1.5}}, rng);
   GradcheckResult r = gradcheck_sequence_layer(*layer, 4, 3);
   CHECK_MESSAGE(r.pass, r.worst);
 }

@@ -105,7 +105,7 @@ TEST_CASE(
   CHECK(r.eval.accuracy == doctest::Approx(e.accuracy).epsilon(1e-9));
   CHECK(r.eval_loss == doctest::Approx(e.loss).epsilon(1e-5));
   for (int k = 0; k < 3; ++k)
-    CHECK(r.eval.component[k] == doctest::Approx(e.component_accuracy[k]).epsilon(1e-9));
+    CHECK(r.eval.component[k] == doctest::Approx(e.relation_accuracy[k]).epsilon(1e-9));
   CHECK(r.metrics.queries == 2 * 32 * 16);
 
   // Gates and parameters are as before the analysis.
@@ -195,6 +195,82 @@ TEST_CASE(
     // PREV's partner of token i is i - 1, so the first word's PREV points at BOS.
     CHECK(ex.partners[0][0][1] == 0);
   }
+}
+
+namespace {
+
+// Behaves like `inner` until it has scored `score_limit` predictions (or, with throw_on_tokens,
+// at its first token_string), then throws: an error midway through an analysis, once with
+// heads gated off, once while the examples are kept.
+class FailingTask : public Task {
+ public:
+  FailingTask(const Task& inner, int64_t score_limit, bool throw_on_tokens)
+      : inner_(inner), limit_(score_limit), throw_on_tokens_(throw_on_tokens) {}
+  std::string name() const override { return inner_.name(); }
+  int64_t seq_len() const override { return inner_.seq_len(); }
+  int64_t num_classes() const override { return inner_.num_classes(); }
+  const std::vector<FeatureSpec>& features() const override { return inner_.features(); }
+  const std::vector<std::string>& relations() const override { return inner_.relations(); }
+  void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const override {
+    inner_.generate(seed, index, batch_size, out);
+  }
+  bool relation_correct(int32_t predicted, int32_t gold, int relation) const override {
+    if (++scored_ > limit_) throw Error("failing task: scored too often");
+    return inner_.relation_correct(predicted, gold, relation);
+  }
+  std::string token_string(const std::vector<std::vector<int32_t>>& features,
+                           int64_t index) const override {
+    if (throw_on_tokens_) throw Error("failing task: no tokens");
+    return inner_.token_string(features, index);
+  }
+  int64_t scored() const { return scored_; }
+
+ private:
+  const Task& inner_;
+  int64_t limit_;
+  bool throw_on_tokens_;
+  mutable int64_t scored_ = 0;
+};
+
+// Train mode, every gate at one without a gradient, every parameter requiring one.
+void check_restored(Encoder& model) {
+  CHECK(model.is_training());
+  for (int64_t l = 0; l < model.num_layers(); ++l) {
+    const Var& g = model.head_gate(l);
+    for (int64_t h = 0; h < g.numel(); ++h) CHECK(g.value()[h] == 1.0f);
+    CHECK_FALSE(g.requires_grad());
+    CHECK_FALSE(g.has_grad());
+  }
+  for (const Var& p : model.parameters()) CHECK(p.requires_grad());
+}
+
+}  // namespace
+
+TEST_CASE("train: analyze restores train mode and the gates when it fails midway") {
+  Trained t;
+  Encoder& model = t.trainer.model();
+  REQUIRE(model.is_training());
+  const json before = analysis_to_json(analyze(model, t.trainer.task(), t.config));
+  check_restored(model);
+  // The ungated evaluation scores every counted token once per relation; failing after one
+  // and a half times that throws during the first head's ablation, with that head gated off.
+  const int64_t per_pass = t.config.train.eval_batches * t.config.train.eval_batch_size *
+                           (t.trainer.task().seq_len() - 1) * 3;
+  const FailingTask in_ablation(t.trainer.task(), per_pass * 3 / 2, false);
+  CHECK_THROWS_WITH_AS(analyze(model, in_ablation, t.config), "failing task: scored too often",
+                       Error);
+  CHECK(in_ablation.scored() > per_pass);
+  check_restored(model);
+  const FailingTask in_examples(t.trainer.task(), per_pass * 100, true);
+  CHECK_THROWS_WITH_AS(analyze(model, in_examples, t.config), "failing task: no tokens", Error);
+  check_restored(model);
+  // Nothing of the failed runs lingers: the analysis gives the same document again.
+  CHECK(analysis_to_json(analyze(model, t.trainer.task(), t.config)) == before);
+  // The mode it had is what it gets back.
+  model.eval();
+  analyze(model, t.trainer.task(), t.config);
+  CHECK_FALSE(model.is_training());
+  model.train();
 }
 
 TEST_CASE("train: analyze rejects a model that does not match the config") {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
+#include "layers/registry.h"
 #include "train/config/config.h"
 #include "train/config/schema.h"
 
@@ -55,6 +57,13 @@ TEST_CASE("train: config defaults fill every key but task.name, which is require
     if (key.required) continue;
     CHECK_MESSAGE(format_value(key.get(c)) == format_value(key.get(defaults)), key.key);
   }
+  // The task's own keys, defaults filled by the task, in the order it reads them.
+  std::vector<std::string> task_keys;
+  for (const auto& [key, value] : c.task.options)
+    task_keys.push_back(key + " = " + format_value(value));
+  CHECK(task_keys == std::vector<std::string>{"colours = 4",
+                                              "relations = [\"PREV\", \"HEAD\", \"SEM\"]",
+                                              "embedding = \"factored\""});
   const std::string e = error_of("[model]\nheads = 4\n");
   CHECK_HAS(e, "t.toml");
   CHECK_HAS(e, "task.name is required");
@@ -214,10 +223,11 @@ TEST_CASE("train: config --set overrides with TOML values, arrays included, befo
   CHECK(c.model.heads == 8);
   CHECK(c.optim.betas == std::vector<double>{0.8, 0.95});
   CHECK(c.model.norm == "post");
-  CHECK(c.task.relations == std::vector<std::string>{"PREV", "SEM", "NEXT"});
+  CHECK(format_value(*c.task.options.find("relations")) == "[\"PREV\", \"SEM\", \"NEXT\"]");
+  CHECK(c.where("task.relations") == "--set task.relations=[\"PREV\",\"SEM\",\"NEXT\"]");
   CHECK(c.optim.lr == 2e-2);  // the later --set wins
   CHECK(c.where("model.heads") == "--set model.heads=8");
-  REQUIRE(c.model.norm_options);
+  REQUIRE(c.model.norm_options.contains("eps"));
   CHECK(has(to_toml(c), "[model.norm_options]\neps = 1e-06\n"));
 
   // Applied before validation: the override repairs what the file alone gets wrong.
@@ -255,6 +265,9 @@ TEST_CASE("train: config resolved TOML round-trips with the same hash") {
     const std::string leaf = key.key.substr(key.key.find('.') + 1);
     CHECK_MESSAGE(has(text, "\n" + leaf + " = "), key.key);
   }
+  CHECK(has(text,
+            "[task]\nname = \"dependency\"\ncolours = 4\nrelations = [\"PREV\", \"HEAD\", "
+            "\"SEM\"]\nembedding = \"factored\"\n"));
   const Config back = parse_config(text, "resolved.toml");
   CHECK(to_toml(back) == text);
   CHECK(config_hash(back) == config_hash(c));
@@ -263,6 +276,31 @@ TEST_CASE("train: config resolved TOML round-trips with the same hash") {
   Config changed = back;
   changed.optim.lr *= 2;
   CHECK(config_hash(changed) != config_hash(c));
+}
+
+TEST_CASE("train: config layer options become an OptionMap that remembers every position") {
+  const Config c = parse_config(kTask + "[model.norm_options]\neps = 1e-6\naffine = true\n",
+                                "t.toml", std::vector<std::string>{"model.norm_options.x=[1, 2]"});
+  const OptionMap& o = c.model.norm_options;
+  REQUIRE(o.size() == 3);
+  CHECK(o.begin()->first == "affine");  // ordered by name, as the resolved config writes them
+  CHECK(o.find("eps")->where == "t.toml:4:7");
+  CHECK(o.find("eps")->key_where == "t.toml:4:1");
+  REQUIRE(o.find("x")->get_if<OptionArray>());
+  CHECK(o.find("x")->get_if<OptionArray>()->size() == 2);
+  CHECK(o.find("x")->where.empty());  // the trainer names the --set argument instead
+  // The layer's own messages carry the positions (a type error is found while the memory
+  // estimate counts the parameters; an unknown option when the model is built).
+  CHECK(error_of(kTask + "[model.norm_options]\neps = \"small\"\n") ==
+        "t.toml:3:8: [model.norm_options]: layers: option 'eps' of layer 'layer_norm' is a "
+        "string but expected a number (t.toml:4:7)");
+  Rng rng(1);
+  CHECK_THROWS_WITH_AS(make_layer("layer_norm", o, OptionMap{{"d_model", 8}}, rng),
+                       "layers: unknown option 'x' for layer 'layer_norm' (known: d_model, eps, "
+                       "affine)",
+                       Error);
+  CHECK_HAS(error_of(kTask + "[model.norm_options]\nx = {a = 1}\n"),
+            "t.toml:4:5: model.norm_options.x is a table, but layer options are plain values");
 }
 
 TEST_CASE("train: config shape differences list what a checkpoint cannot load into") {
@@ -287,7 +325,7 @@ TEST_CASE("train: config the flagship file holds TASK.md's settings") {
   CHECK(c.model.d_ff == 128);
   CHECK(c.model.activation == "relu");
   CHECK(c.model.norm == "pre");
-  CHECK(c.task.embedding == "factored");
+  CHECK(format_value(*c.task.options.find("embedding")) == "\"factored\"");
   CHECK(c.model.embed_init_std == 1.0);
   CHECK(c.model.pos_init_std == 1.0);
   CHECK(c.model.attn_dropout == 0.3);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "train/analysis/head_metrics.h"
+#include "train/tasks/dependency.h"
 
 using namespace headlab;
 
@@ -264,13 +265,11 @@ TEST_CASE("train: relation groups, gates and group-ablation drops") {
   CHECK(drops[1][2] == doctest::Approx(0.07));
 }
 
-TEST_CASE("train: label digits and component accuracy") {
-  const int K = 4, R = 3;
-  // label = c0 * 16 + c1 * 4 + c2
-  CHECK(label_digit(2 * 16 + 3 * 4 + 1, 0, R, K) == 2);
-  CHECK(label_digit(2 * 16 + 3 * 4 + 1, 1, R, K) == 3);
-  CHECK(label_digit(2 * 16 + 3 * 4 + 1, 2, R, K) == 1);
-  LabelAccuracyAccumulator acc(R, K);
+TEST_CASE("train: component accuracy scores each relation by the task's relation_correct") {
+  // The dependency task with K = 4, R = 3: label = c0 * 16 + c1 * 4 + c2, relation r right when
+  // digit r is.
+  const DependencyTask task({4, {"PREV", "HEAD", "SEM"}, "factored"});
+  LabelAccuracyAccumulator acc(task);
   const std::vector<int32_t> gold = {-100, 2 * 16 + 3 * 4 + 1, 0, 63, 5};
   const std::vector<int32_t> pred = {7, 2 * 16 + 3 * 4 + 1, 1, 3 * 16 + 3 * 4 + 0, 5};
   acc.add(pred, gold);
@@ -281,4 +280,21 @@ TEST_CASE("train: label digits and component accuracy") {
   CHECK(a.component[1] == doctest::Approx(1.0));  // all second digits right
   CHECK(a.component[2] == doctest::Approx(0.5));  // 0 vs 1 and 3 vs 0 wrong
   CHECK_THROWS_AS(acc.add(pred, std::span<const int32_t>(gold).first(2)), Error);
+
+  // A task that does not override relation_correct scores the whole label for every relation.
+  struct WholeLabel : Task {
+    std::string name() const override { return "whole"; }
+    int64_t seq_len() const override { return 1; }
+    int64_t num_classes() const override { return 64; }
+    const std::vector<FeatureSpec>& features() const override { return features_; }
+    const std::vector<std::string>& relations() const override { return relations_; }
+    void generate(uint64_t, int64_t, int64_t, Batch&) const override {}
+    std::vector<FeatureSpec> features_{{"token", 64}};
+    std::vector<std::string> relations_{"A", "B", "C"};
+  };
+  const WholeLabel whole;
+  LabelAccuracyAccumulator plain(whole);
+  plain.add(pred, gold);
+  const LabelAccuracy b = plain.finish();
+  for (double c : b.component) CHECK(c == doctest::Approx(0.5));
 }

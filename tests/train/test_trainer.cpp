@@ -88,8 +88,8 @@ TEST_CASE("train: trainer learns configs/tiny.toml and writes the run files") {
   CHECK(last < 0.5 * first);
   CHECK(r.final_eval.loss < 0.5 * first);
   CHECK(r.final_eval.accuracy > 0.2);  // chance: 1/64
-  REQUIRE(r.final_eval.component_accuracy.size() == 3);
-  CHECK(r.final_eval.component_accuracy[1] > 0.9);  // HEAD is learned first
+  REQUIRE(r.final_eval.relation_accuracy.size() == 3);
+  CHECK(r.final_eval.relation_accuracy[1] > 0.9);  // HEAD is learned first
 
   // Files: resolved config, metrics rows at the logged steps, eval rows, checkpoints, summary.
   const fs::path run = dir.path / "run";

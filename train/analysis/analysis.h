@@ -102,9 +102,4 @@ nlohmann::json examples_to_json(const AnalysisResult& result);
 // Throws headlab::Error on an I/O failure, naming the file.
 void write_analysis(const std::filesystem::path& run_dir, const AnalysisResult& result);
 
-// Display string of the token at flat index b*T + t of a batch's features ([F][B*T]): "BOS", or
-// "<CATEGORY>:<colour>" for the dependency task; for other tasks the feature ids joined by ':'.
-std::string token_string(const Task& task, const std::vector<std::vector<int32_t>>& features,
-                         int64_t index);
-
 }  // namespace headlab

@@ -207,17 +207,11 @@ std::vector<std::vector<float>> gates_keep_only(int layers, int heads, HeadRef k
   return gates;
 }
 
-int label_digit(int label, int relation, int relations, int colours) {
-  for (int r = relations - 1; r > relation; --r) label /= colours;
-  return label % colours;
-}
-
-LabelAccuracyAccumulator::LabelAccuracyAccumulator(int relations, int colours)
-    : relations_(relations), colours_(colours), component_correct_(relations > 0 ? relations : 0) {
-  if (relations <= 0 || colours <= 1) {
-    fail("label accuracy: relations must be > 0 and colours > 1 but are {} and {}", relations,
-         colours);
-  }
+LabelAccuracyAccumulator::LabelAccuracyAccumulator(const Task& task)
+    : task_(task),
+      relations_(static_cast<int>(task.relations().size())),
+      component_correct_(task.relations().size()) {
+  if (relations_ == 0) fail("label accuracy: task '{}' has no relations", task.name());
 }
 
 void LabelAccuracyAccumulator::add(std::span<const int32_t> predicted,
@@ -230,10 +224,7 @@ void LabelAccuracyAccumulator::add(std::span<const int32_t> predicted,
     ++count_;
     if (predicted[i] == gold[i]) ++correct_;
     for (int r = 0; r < relations_; ++r) {
-      if (label_digit(predicted[i], r, relations_, colours_) ==
-          label_digit(gold[i], r, relations_, colours_)) {
-        ++component_correct_[r];
-      }
+      if (task_.relation_correct(predicted[i], gold[i], r)) ++component_correct_[r];
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "train/tasks/task.h"
 
 namespace headlab {
 
@@ -115,11 +116,8 @@ std::vector<std::vector<float>> gates_without(int layers, int heads, std::span<c
 // layer all ones).
 std::vector<std::vector<float>> gates_keep_only(int layers, int heads, HeadRef keep);
 
-// Label digits: label = sum_r colour_r * K^(R-1-r) (relation 0 is the most significant digit).
-// Returns colour_r of `label`.
-int label_digit(int label, int relation, int relations, int colours);
-
-// Accuracy and per-relation component accuracy of predicted labels over counted positions.
+// Accuracy and per-relation component accuracy of predicted labels over counted positions: the
+// component of relation r counts the positions where task.relation_correct(predicted, gold, r).
 struct LabelAccuracy {
   double accuracy = 0.0;
   std::vector<double> component;  // [R]
@@ -129,14 +127,16 @@ struct LabelAccuracy {
 // Accumulates LabelAccuracy over batches. Labels < 0 are ignored (BOS).
 class LabelAccuracyAccumulator {
  public:
-  // Throws headlab::Error unless relations > 0 and colours > 1.
-  LabelAccuracyAccumulator(int relations, int colours);
+  // Scores by task.relation_correct over task.relations(); the task must outlive the
+  // accumulator. Throws headlab::Error when the task has no relations.
+  explicit LabelAccuracyAccumulator(const Task& task);
   // predicted and gold have equal length (throws otherwise).
   void add(std::span<const int32_t> predicted, std::span<const int32_t> gold);
   LabelAccuracy finish() const;
 
  private:
-  int relations_, colours_;
+  const Task& task_;
+  int relations_;
   int64_t count_ = 0, correct_ = 0;
   std::vector<int64_t> component_correct_;
 };

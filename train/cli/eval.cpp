@@ -47,8 +47,8 @@ int run_eval(const EvalArgs& a) {
   const TrainConfig& t = trainer.config().train;
   if (a.json) {
     nlohmann::json components = nlohmann::json::object();
-    for (size_t r = 0; r < e.relations.size() && r < e.component_accuracy.size(); ++r)
-      components[e.relations[r]] = e.component_accuracy[r];
+    for (size_t r = 0; r < e.relations.size() && r < e.relation_accuracy.size(); ++r)
+      components[e.relations[r]] = e.relation_accuracy[r];
     nlohmann::json out = {{"step", e.step},
                           {"accuracy", e.accuracy},
                           {"loss", e.loss},
@@ -64,8 +64,8 @@ int run_eval(const EvalArgs& a) {
   fmt::print("sentences: {} x {} from eval_seed {} ({} tokens)\n", t.eval_batches,
              t.eval_batch_size, t.eval_seed, e.tokens);
   fmt::print("accuracy: {:.4f}\nloss: {:.4f}\n", e.accuracy, e.loss);
-  for (size_t r = 0; r < e.relations.size() && r < e.component_accuracy.size(); ++r)
-    fmt::print("{} component accuracy: {:.4f}\n", e.relations[r], e.component_accuracy[r]);
+  for (size_t r = 0; r < e.relations.size() && r < e.relation_accuracy.size(); ++r)
+    fmt::print("{} component accuracy: {:.4f}\n", e.relations[r], e.relation_accuracy[r]);
   return kOk;
 }
 

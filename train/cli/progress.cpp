@@ -104,9 +104,8 @@ void ProgressReporter::on_log(const StepMetrics& m) {
 void ProgressReporter::on_eval(const EvalMetrics& e) {
   last_eval_accuracy_ = e.accuracy;
   std::string components;
-  for (size_t r = 0; r < e.relations.size() && r < e.component_accuracy.size(); ++r)
-    components +=
-        fmt::format("{}{} {:.3f}", r ? ", " : "", e.relations[r], e.component_accuracy[r]);
+  for (size_t r = 0; r < e.relations.size() && r < e.relation_accuracy.size(); ++r)
+    components += fmt::format("{}{} {:.3f}", r ? ", " : "", e.relations[r], e.relation_accuracy[r]);
   if (e.step == total_steps_)
     finish();  // keep the finished bar
   else

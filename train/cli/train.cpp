@@ -68,9 +68,9 @@ void print_summary(const TrainResult& r, const Config& c) {
              e.tokens);
   if (!e.relations.empty()) {
     std::string components;
-    for (size_t i = 0; i < e.relations.size() && i < e.component_accuracy.size(); ++i)
+    for (size_t i = 0; i < e.relations.size() && i < e.relation_accuracy.size(); ++i)
       components +=
-          fmt::format("{}{} {:.4f}", i ? "  " : "", e.relations[i], e.component_accuracy[i]);
+          fmt::format("{}{} {:.4f}", i ? "  " : "", e.relations[i], e.relation_accuracy[i]);
     fmt::print("component accuracy: {}\n", components);
   }
   if (r.steps_to_95 >= 0)

@@ -7,9 +7,24 @@
 
 #include "core/error.h"
 #include "train/config/config.h"
-#include "train/tasks/task.h"
+#include "train/config/model.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
+namespace {
+
+// The parameters of the model the trainer would build, each layer counting its own from its
+// options (layers/registry.h): nothing is allocated, except that a registry layer without a
+// counter is built once, alone.
+int64_t parameter_count(const Config& c, const Task& task) {
+  try {
+    return Encoder::parameter_count(encoder_options(c, task));
+  } catch (const Error& e) {
+    rethrow_with_position(e, c);
+  }
+}
+
+}  // namespace
 
 MemoryEstimate estimate_memory(const Config& c) {
   // The task object is a few small vectors; building it gives its exact sizes.
@@ -22,17 +37,9 @@ MemoryEstimate estimate_memory(const Config& c) {
   const double T = static_cast<double>(task->seq_len());
   const double classes = static_cast<double>(task->num_classes());
 
-  double p = 0;
-  for (const FeatureSpec& f : task->features()) p += static_cast<double>(f.vocab) * d;
-  if (m.positions == "learned") p += T * d;
-  // Per layer: Q, K, V [d, inner] + biases, O [inner, d] + bias, two LayerNorms, the FFN.
-  const double per_layer = 4 * d * inner + 3 * inner + d + 4 * d + 2 * d * dff + dff + d;
-  p += per_layer * static_cast<double>(m.layers);
-  p += 2 * d;  // final norm
-  p += d * classes + classes;
-
   MemoryEstimate e;
-  e.parameters = static_cast<int64_t>(p);
+  e.parameters = parameter_count(c, *task);
+  const double p = static_cast<double>(e.parameters);
   e.parameter_bytes = 4 * 2 * p;  // values and gradients
   const double moments = c.optim.name == "sgd" ? (c.optim.momentum > 0 ? 1 : 0) : 2;
   e.optimizer_bytes = 4 * moments * p;
@@ -52,6 +59,33 @@ MemoryEstimate estimate_memory(const Config& c) {
                                 activations(static_cast<double>(c.train.eval_batch_size)));
   return e;
 }
+
+namespace {
+
+// Throws naming the size that drives the estimate when it exceeds runtime.max_memory_gb.
+void check_memory(const Config& c) {
+  const MemoryEstimate e = estimate_memory(c);
+  const double limit = c.runtime.max_memory_gb * 1024.0 * 1024.0 * 1024.0;
+  if (e.total_bytes() > limit) {
+    // Point at the explicitly set size that drives the estimate, else at the limit itself.
+    std::string key = "runtime.max_memory_gb";
+    if (!c.origins.contains(key))
+      for (const char* k : {"train.batch_size", "train.eval_batch_size", "model.d_model",
+                            "model.d_ff", "model.layers", "model.heads", "model.head_dim"})
+        if (c.origins.contains(k)) {
+          key = k;
+          break;
+        }
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    fail(
+        "{}: {}: estimated memory {:.2f} GiB (parameters and gradients {:.2f}, optimizer state "
+        "{:.2f}, activations {:.2f}) exceeds runtime.max_memory_gb = {}",
+        c.where(key), key, e.total_bytes() / gib, e.parameter_bytes / gib, e.optimizer_bytes / gib,
+        e.activation_bytes / gib, c.runtime.max_memory_gb);
+  }
+}
+
+}  // namespace
 
 void validate_config(const Config& c) {
   const ModelConfig& m = c.model;
@@ -84,25 +118,7 @@ void validate_config(const Config& c) {
     fail("{}: schedule.warmup_steps = {} must be >= 1 for warmup_inverse_sqrt",
          c.where("schedule.warmup_steps"), s.warmup_steps);
 
-  const MemoryEstimate e = estimate_memory(c);
-  const double limit = c.runtime.max_memory_gb * 1024.0 * 1024.0 * 1024.0;
-  if (e.total_bytes() > limit) {
-    // Point at the explicitly set size that drives the estimate, else at the limit itself.
-    std::string key = "runtime.max_memory_gb";
-    if (!c.origins.contains(key))
-      for (const char* k : {"train.batch_size", "train.eval_batch_size", "model.d_model",
-                            "model.d_ff", "model.layers", "model.heads", "model.head_dim"})
-        if (c.origins.contains(k)) {
-          key = k;
-          break;
-        }
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    fail(
-        "{}: {}: estimated memory {:.2f} GiB (parameters and gradients {:.2f}, optimizer state "
-        "{:.2f}, activations {:.2f}) exceeds runtime.max_memory_gb = {}",
-        c.where(key), key, e.total_bytes() / gib, e.parameter_bytes / gib, e.optimizer_bytes / gib,
-        e.activation_bytes / gib, c.runtime.max_memory_gb);
-  }
+  check_memory(c);
 }
 
 }  // namespace headlab

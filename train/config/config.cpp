@@ -1,56 +1,21 @@
-// Reading the config: toml++ parses, the key schema (config_schema.h) decides what is allowed.
-// This is the only file that includes toml++ (it compiles slowly).
+// Reading the config: toml++ parses, the key schema (schema.h) decides what is allowed.
+// Writing it back (to_toml, the hash, differences) is resolved.cpp.
 
 #include "train/config/config.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-
-#include <toml++/toml.h>
 
 #include "core/error.h"
 #include "layers/registry.h"
 #include "train/config/schema.h"
-
-static_assert(std::is_same_v<toml::table, toml::v3::table>,
-              "train/config.h declares toml::v3::table; update it to this toml++ version");
+#include "train/config/toml_values.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
-
-std::string position(const toml::source_region& src, std::string_view fallback) {
-  const std::string path = src.path ? *src.path : std::string(fallback);
-  return fmt::format("{}:{}:{}", path, src.begin.line, src.begin.column);
-}
-
-const char* node_type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "table";
-    case toml::node_type::array:
-      return "array";
-    case toml::node_type::string:
-      return "string";
-    case toml::node_type::integer:
-      return "integer";
-    case toml::node_type::floating_point:
-      return "float";
-    case toml::node_type::boolean:
-      return "boolean";
-    case toml::node_type::date:
-      return "date";
-    case toml::node_type::time:
-      return "time";
-    case toml::node_type::date_time:
-      return "date-time";
-    default:
-      return "none";
-  }
-}
 
 // One key's value as found in the file or an override, before conversion.
 struct Entry {
@@ -59,59 +24,25 @@ struct Entry {
   std::string where;
 };
 
-[[noreturn]] void type_error(const KeySpec& spec, const toml::node& node, const std::string& where,
-                             std::string_view detail = {}) {
-  fail("{}: {} has type {}{} but expected {}", where, spec.key, node_type_name(node), detail,
-       expected_text(spec));
-}
-
 ConfigValue convert(const KeySpec& spec, const toml::node& node, const std::string& where) {
-  switch (spec.type) {
-    case KeyType::integer:
-      if (auto v = node.as_integer()) return v->get();
-      break;
-    case KeyType::real:
-      if (auto v = node.as_floating_point()) return v->get();
-      if (auto v = node.as_integer()) return static_cast<double>(v->get());
-      break;
-    case KeyType::boolean:
-      if (auto v = node.as_boolean()) return v->get();
-      break;
-    case KeyType::string:
-      if (auto v = node.as_string()) return v->get();
-      break;
-    case KeyType::real_array:
-    case KeyType::string_array: {
-      const toml::array* arr = node.as_array();
-      if (!arr) break;
-      std::vector<double> reals;
-      std::vector<std::string> strings;
-      for (size_t i = 0; i < arr->size(); ++i) {
-        const toml::node& e = *arr->get(i);
-        const std::string detail = fmt::format(" at element {}", i);
-        if (spec.type == KeyType::string_array) {
-          if (auto s = e.as_string())
-            strings.push_back(s->get());
-          else
-            type_error(spec, e, where, detail);
-        } else if (auto f = e.as_floating_point()) {
-          reals.push_back(f->get());
-        } else if (auto n = e.as_integer()) {
-          reals.push_back(static_cast<double>(n->get()));
-        } else {
-          type_error(spec, e, where, detail);
-        }
-      }
-      if (spec.type == KeyType::string_array) return strings;
-      return reals;
-    }
-  }
-  type_error(spec, node, where);
+  OptionValue value = to_option_value(node, where);
+  value.where = where;
+  return convert_option(spec.key, spec, value);
 }
 
-// A known leaf name in another table ("train.lr" -> "optim.lr"), else the closest dotted key.
-std::string suggest_key(const std::string& table, const std::string& leaf) {
-  std::vector<std::string> all;
+// The spec a value is checked against: the schema's, except that task.name's choices are the
+// registered tasks (a program or plugin may add one before loading).
+KeySpec checked_spec(const KeySpec& spec) {
+  KeySpec s = spec;
+  if (s.key == "task.name") s.choices = registered_tasks();
+  return s;
+}
+
+// A known leaf name in another table ("train.lr" -> "optim.lr"), else the closest dotted key
+// (of the schema's, the option tables' and `more`).
+std::string suggest_key(const std::string& table, const std::string& leaf,
+                        const std::vector<std::string>& more = {}) {
+  std::vector<std::string> all = more;
   for (const auto& k : config_keys()) all.push_back(k.key);
   for (const auto& t : option_tables()) all.push_back(t.key);
   std::string best = closest_match(table + "." + leaf, all);
@@ -122,8 +53,8 @@ std::string suggest_key(const std::string& table, const std::string& leaf) {
 }
 
 [[noreturn]] void unknown_key(const std::string& where, const std::string& table,
-                              const std::string& leaf) {
-  const std::string hint = suggest_key(table, leaf);
+                              const std::string& leaf, const std::vector<std::string>& more = {}) {
+  const std::string hint = suggest_key(table, leaf, more);
   fail("{}: unknown key {}.{}{}", where, table, leaf,
        hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
 }
@@ -134,53 +65,73 @@ const OptionTableSpec* find_option_table(std::string_view dotted) {
   return nullptr;
 }
 
+// "task.<key>" other than task.name: an option the task reads itself.
+bool is_task_option(std::string_view dotted) {
+  return dotted.starts_with("task.") && dotted != "task.name" &&
+         dotted.find('.', 5) == std::string_view::npos;
+}
+
 // What the file and the overrides say, before conversion.
 struct Collected {
   std::vector<Entry> entries;
   // Option tables found in the file, by OptionTableSpec::key, and where each starts.
   std::map<std::string, toml::table*> option_tables;
   std::map<std::string, std::string> option_origins;
+  OptionMap task_options;  // [task]'s keys but name
 };
 
+// A top-level name that is not one of the tables: a key outside any table (suggest the table
+// that has it) or an unknown table (suggest the closest).
+[[noreturn]] void not_a_table(const std::string& name, const toml::node& node,
+                              const std::string& where) {
+  if (!node.is_table()) {
+    for (const auto& spec : config_keys())
+      if (spec.key.substr(spec.key.find('.') + 1) == name)
+        fail("{}: unknown key {} (did you mean {}, in table [{}]?)", where, name, spec.key,
+             spec.key.substr(0, spec.key.find('.')));
+    fail(
+        "{}: unknown key {} (keys belong in one of the tables [model], [task], [optim], "
+        "[schedule], [train], [runtime])",
+        where, name);
+  }
+  const std::string hint = closest_match(name, config_tables());
+  fail("{}: unknown table [{}]{}", where, name,
+       hint.empty() ? "" : fmt::format(" (did you mean [{}]?)", hint));
+}
+
+// One key of table `name`: a slot's option table, a task option or a schema key.
+void collect_key(const std::string& name, const toml::key& k, toml::node& value,
+                 std::string_view source, Collected& out) {
+  const std::string leaf(k.str());
+  const std::string dotted = name + "." + leaf;
+  if (find_option_table(dotted)) {
+    toml::table* options = value.as_table();
+    if (!options)
+      fail("{}: {} has type {} but expected a table of layer options",
+           position(value.source(), source), dotted, node_type_name(value));
+    out.option_tables[dotted] = options;
+    out.option_origins[dotted] = position(k.source(), source);
+  } else if (is_task_option(dotted)) {
+    OptionValue v = to_option_value(value, source);
+    v.key_where = position(k.source(), source);
+    out.task_options.set(leaf, std::move(v));
+  } else if (const KeySpec* spec = find_key(dotted)) {
+    out.entries.push_back({spec, &value, position(value.source(), source)});
+  } else {
+    unknown_key(position(k.source(), source), name, leaf);
+  }
+}
+
 void collect(toml::table& root, std::string_view source, Collected& out) {
+  const auto& tables = config_tables();
   for (auto&& [k, node] : root) {
     const std::string name(k.str());
     const std::string where = position(k.source(), source);
-    const auto& tables = config_tables();
-    if (std::find(tables.begin(), tables.end(), name) == tables.end()) {
-      if (!node.is_table()) {
-        // A key outside any table: suggest the table that has it.
-        for (const auto& spec : config_keys())
-          if (spec.key.substr(spec.key.find('.') + 1) == name)
-            fail("{}: unknown key {} (did you mean {}, in table [{}]?)", where, name, spec.key,
-                 spec.key.substr(0, spec.key.find('.')));
-        fail(
-            "{}: unknown key {} (keys belong in one of the tables [model], [task], [optim], "
-            "[schedule], [train], [runtime])",
-            where, name);
-      }
-      const std::string hint = closest_match(name, tables);
-      fail("{}: unknown table [{}]{}", where, name,
-           hint.empty() ? "" : fmt::format(" (did you mean [{}]?)", hint));
-    }
+    if (std::find(tables.begin(), tables.end(), name) == tables.end())
+      not_a_table(name, node, where);
     toml::table* table = node.as_table();
     if (!table) fail("{}: {} has type {} but expected a table", where, name, node_type_name(node));
-    for (auto&& [k2, value] : *table) {
-      const std::string leaf(k2.str());
-      const std::string dotted = name + "." + leaf;
-      if (find_option_table(dotted)) {
-        toml::table* options = value.as_table();
-        if (!options)
-          fail("{}: {} has type {} but expected a table of layer options",
-               position(value.source(), source), dotted, node_type_name(value));
-        out.option_tables[dotted] = options;
-        out.option_origins[dotted] = position(k2.source(), source);
-        continue;
-      }
-      const KeySpec* spec = find_key(dotted);
-      if (!spec) unknown_key(position(k2.source(), source), name, leaf);
-      out.entries.push_back({spec, &value, position(value.source(), source)});
-    }
+    for (auto&& [k2, value] : *table) collect_key(name, k2, value, source, out);
   }
 }
 
@@ -197,15 +148,12 @@ struct Override {
   toml::table holder;
 };
 
-Override parse_override(const std::string& arg) {
-  Override o;
-  o.where = "--set " + arg;
-  const size_t eq = arg.find('=');
-  if (eq == std::string::npos) fail("{}: expected key=value (e.g. --set model.heads=8)", o.where);
-  o.key = trim(arg.substr(0, eq));
+// The key of an override must be a schema key, a task option or one option of a slot's table
+// ("model.norm_options.eps").
+void check_override_key(const Override& o) {
   const size_t dot = o.key.find('.');
+  const auto& tables = config_tables();
   if (dot == std::string::npos) {
-    const auto& tables = config_tables();
     if (std::find(tables.begin(), tables.end(), o.key) != tables.end())
       fail("{}: {} is a table; set one of its keys (e.g. --set {}.<key>=<value>)", o.where, o.key,
            o.key);
@@ -216,18 +164,27 @@ Override parse_override(const std::string& arg) {
   if (dot2 != std::string::npos && find_option_table(table + "." + leaf.substr(0, dot2))) {
     if (leaf.find('.', dot2 + 1) != std::string::npos || dot2 + 1 == leaf.size())
       fail("{}: expected {}.<option>=<value>", o.where, table + "." + leaf.substr(0, dot2));
-  } else if (!find_key(o.key)) {
-    const auto& tables = config_tables();
-    if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
-      const std::string hint = suggest_key(table, leaf);
-      fail("{}: unknown key {}{}", o.where, o.key,
-           hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
-    }
-    if (find_option_table(o.key))
-      fail("{}: {} is a table of layer options; set one option (e.g. --set {}.eps=1e-6)", o.where,
-           o.key, o.key);
-    unknown_key(o.where, table, leaf);
+    return;
   }
+  if (find_key(o.key) || is_task_option(o.key)) return;
+  if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
+    const std::string hint = suggest_key(table, leaf);
+    fail("{}: unknown key {}{}", o.where, o.key,
+         hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
+  }
+  if (find_option_table(o.key))
+    fail("{}: {} is a table of layer options; set one option (e.g. --set {}.eps=1e-6)", o.where,
+         o.key, o.key);
+  unknown_key(o.where, table, leaf);
+}
+
+Override parse_override(const std::string& arg) {
+  Override o;
+  o.where = "--set " + arg;
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos) fail("{}: expected key=value (e.g. --set model.heads=8)", o.where);
+  o.key = trim(arg.substr(0, eq));
+  check_override_key(o);
   const std::string text = arg.substr(eq + 1);
   if (text.find_first_of("\r\n") != std::string::npos)
     fail("{}: the value must be a single TOML value on one line", o.where);
@@ -244,26 +201,39 @@ Override parse_override(const std::string& arg) {
   return o;
 }
 
-// Builds the option table of each slot from the file's table and the overrides into it.
-void resolve_option_tables(Collected& collected, std::vector<Override>& overrides, Config& config) {
+// A layer option's value; nested tables are refused (a layer reads plain values).
+OptionValue layer_option(const std::string& table, const std::string& key, const toml::node& node,
+                         std::string_view source) {
+  if (node.is_table())
+    fail("{}: {}.{} is a table, but layer options are plain values",
+         position(node.source(), source), table, key);
+  return to_option_value(node, source);
+}
+
+// Builds the options of each slot from the file's table and the overrides into it, ordered by
+// name.
+void resolve_option_tables(const Collected& collected, const std::vector<Override>& overrides,
+                           Config& config) {
   for (const auto& spec : option_tables()) {
-    auto table = std::make_shared<toml::table>();
+    OptionMap options;
     if (auto it = collected.option_tables.find(spec.key); it != collected.option_tables.end()) {
-      *table = std::move(*it->second);
-      config.origins[spec.key] = collected.option_origins[spec.key];
+      for (auto&& [k, node] : *it->second) {
+        OptionValue v = layer_option(spec.key, std::string(k.str()), node, config.source);
+        v.key_where = position(k.source(), config.source);
+        options.set(std::string(k.str()), std::move(v));
+      }
+      config.origins[spec.key] = collected.option_origins.at(spec.key);
     }
-    for (auto& o : overrides) {
+    for (const auto& o : overrides) {
       if (!o.key.starts_with(spec.key + ".")) continue;
       const std::string option = o.key.substr(spec.key.size() + 1);
-      o.holder.get("value")->visit(
-          [&](auto&& value) { table->insert_or_assign(option, std::move(value)); });
+      OptionValue v = layer_option(spec.key, option, *o.holder.get("value"), config.source);
+      v.where.clear();  // an error about it is prefixed with the --set argument instead
+      options.set(option, std::move(v));
       config.origins[o.key] = o.where;
     }
-    for (auto&& [k, value] : *table)
-      if (value.is_table())
-        fail("{}: {}.{} is a table, but layer options are plain values",
-             position(value.source(), config.source), spec.key, k.str());
-    if (!table->empty()) config.model.*spec.member = std::move(table);
+    options.sort();
+    config.model.*spec.member = std::move(options);
   }
 }
 
@@ -283,6 +253,32 @@ void check_layer_names(const Config& config) {
   }
 }
 
+// The task's options from the file and the overrides, read by the task itself: an unknown name
+// or key, a wrong type or value is an error naming the task.* key. The config keeps what the
+// task read, defaults filled.
+void resolve_task(const Collected& collected, const std::vector<Override>& overrides,
+                  Config& config) {
+  TaskConfig& task = config.task;
+  task.options = collected.task_options;
+  for (const auto& [key, value] : task.options) config.origins["task." + key] = value.where;
+  for (const auto& o : overrides) {
+    if (!is_task_option(o.key)) continue;
+    OptionValue v = to_option_value(*o.holder.get("value"), o.where);
+    v.where = o.where;
+    task.options.set(o.key.substr(5), std::move(v));
+    config.origins[o.key] = o.where;
+  }
+  if (!has_task(task.name)) fail_unknown_task(task.name, config.where("task.name"));
+  TaskBuild b = build_task(task);
+  if (!b.unknown.empty()) {
+    const OptionValue& v = *task.options.find(b.unknown[0]);
+    std::vector<std::string> known;
+    for (const auto& k : b.known) known.push_back("task." + k);
+    unknown_key(v.key_where.empty() ? v.where : v.key_where, "task", b.unknown[0], known);
+  }
+  task.options = std::move(b.resolved);
+}
+
 Config resolve(toml::table& root, std::string_view source,
                std::span<const std::string> override_args) {
   Collected collected;
@@ -294,13 +290,14 @@ Config resolve(toml::table& root, std::string_view source,
   std::vector<Entry>& entries = collected.entries;
   for (const auto& o : overrides) {
     const KeySpec* spec = find_key(o.key);
-    if (!spec) continue;  // a layer option
+    if (!spec) continue;  // a layer's or the task's option
     std::erase_if(entries, [&](const Entry& x) { return x.spec == spec; });
     entries.push_back({spec, o.holder.get("value"), o.where});
   }
   for (const Entry& e : entries) {
-    const ConfigValue value = convert(*e.spec, *e.node, e.where);
-    check_value(*e.spec, value, e.where);
+    const KeySpec spec = checked_spec(*e.spec);
+    const ConfigValue value = convert(spec, *e.node, e.where);
+    check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
   }
@@ -308,49 +305,14 @@ Config resolve(toml::table& root, std::string_view source,
   for (const auto& spec : config_keys())
     if (spec.required && !config.origins.contains(spec.key))
       fail("{}: {} is required (e.g. name = \"dependency\" under [task]); expected {}", source,
-           spec.key, expected_text(spec));
+           spec.key, expected_text(checked_spec(spec)));
+  resolve_task(collected, overrides, config);
   check_layer_names(config);
   validate_config(config);
   return config;
 }
 
-// A value as format_value spells it (shortest round-trip floats), so the resolved config and
-// the hash do not depend on toml++'s formatter.
-std::string node_text(const toml::node& node) {
-  if (auto v = node.as_integer()) return format_value(v->get());
-  if (auto v = node.as_floating_point()) return format_value(v->get());
-  if (auto v = node.as_boolean()) return format_value(v->get());
-  if (auto v = node.as_string()) return format_value(v->get());
-  if (auto a = node.as_array()) {
-    std::string out = "[";
-    for (size_t i = 0; i < a->size(); ++i) out += (i ? ", " : "") + node_text(*a->get(i));
-    return out + "]";
-  }
-  std::ostringstream text;
-  node.visit([&](const auto& n) { text << toml::toml_formatter{n}; });
-  return text.str();
-}
-
-std::string options_text(const toml::table* table) {
-  std::string out;
-  if (!table) return out;
-  for (auto&& [k, value] : *table) {
-    const std::string_view key = k.str();
-    const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-    });
-    out += fmt::format("{} = {}\n", bare ? std::string(key) : format_value(std::string(key)),
-                       node_text(value));
-  }
-  return out;
-}
-
 }  // namespace
-
-std::string Config::where(const std::string& key) const {
-  auto it = origins.find(key);
-  return it != origins.end() ? it->second : source;
-}
 
 Config parse_config(std::string_view toml_text, std::string_view source_name,
                     std::span<const std::string> overrides) {
@@ -381,69 +343,6 @@ Config load_config(const std::filesystem::path& file, std::span<const std::strin
   }
   if (in.bad()) fail("{}: error while reading the config file", file.string());
   return parse_config(text, file.string(), overrides);
-}
-
-std::string to_toml(const Config& config) {
-  std::string out = "# headlab resolved config: every key, defaults filled in.\n";
-  std::string table;
-  auto close_table = [&] {
-    if (table != "model") return;
-    for (const auto& t : option_tables())
-      if (const std::string text = options_text((config.model.*t.member).get()); !text.empty())
-        out += fmt::format("\n[{}]\n{}", t.key, text);
-  };
-  for (const auto& spec : config_keys()) {
-    const size_t dot = spec.key.find('.');
-    const std::string t = spec.key.substr(0, dot);
-    if (t != table) {
-      close_table();
-      out += fmt::format("\n[{}]\n", t);
-      table = t;
-    }
-    out += fmt::format("{} = {}\n", spec.key.substr(dot + 1), format_value(spec.get(config)));
-  }
-  close_table();
-  return out;
-}
-
-std::string config_hash(const Config& config) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : to_toml(config)) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
-namespace {
-
-std::vector<std::string> differences(const Config& saved, const Config& current, bool shape_only) {
-  std::vector<std::string> out;
-  for (const auto& spec : config_keys()) {
-    if (shape_only && !spec.shape) continue;
-    const std::string a = format_value(spec.get(saved)), b = format_value(spec.get(current));
-    if (a != b) out.push_back(fmt::format("{}: {} (checkpoint) vs {} (config)", spec.key, a, b));
-  }
-  // Layer options can change shapes (a bias switched off), so they count as shape-relevant.
-  for (const auto& t : option_tables()) {
-    const std::string a = options_text((saved.model.*t.member).get());
-    const std::string b = options_text((current.model.*t.member).get());
-    if (a != b)
-      out.push_back(fmt::format("[{}]: {{{}}} (checkpoint) vs {{{}}} (config)", t.key,
-                                a.empty() ? "" : a.substr(0, a.size() - 1),
-                                b.empty() ? "" : b.substr(0, b.size() - 1)));
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::string> shape_differences(const Config& saved, const Config& current) {
-  return differences(saved, current, true);
-}
-
-std::vector<std::string> config_differences(const Config& saved, const Config& current) {
-  return differences(saved, current, false);
 }
 
 }  // namespace headlab

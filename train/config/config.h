@@ -18,15 +18,8 @@
 #include <string_view>
 #include <vector>
 
-// toml::table, declared here so this header does not pull in toml++ (it compiles slowly);
-// train/config.cpp checks that the declaration matches the library.
+#include "layers/options.h"
 #include "train/tasks/task.h"  // TaskConfig
-
-namespace toml {
-inline namespace v3 {
-class table;
-}
-}  // namespace toml
 
 namespace headlab {
 
@@ -45,14 +38,15 @@ struct ModelConfig {
   double attn_dropout = 0.0;
   std::string init = "default";  // Linear layers: "default" (PyTorch's) | "xavier_uniform"
   // Layer registry names of the three slots of every encoder layer (the norm slot also fills
-  // the final norm), and each slot's own options table ([model.norm_options] eps = 1e-6, ...),
-  // null when absent. Their keys are checked by the layer's factory when the model is built.
+  // the final norm), and each slot's own options ([model.norm_options] eps = 1e-6, ...), by
+  // name, empty when absent. Their keys are checked by the layer's factory when the model is
+  // built.
   std::string attention_layer = "multi_head_attention";
   std::string ffn_layer = "feed_forward";
   std::string norm_layer = "layer_norm";
-  std::shared_ptr<const toml::table> attention_options;
-  std::shared_ptr<const toml::table> ffn_options;
-  std::shared_ptr<const toml::table> norm_options;
+  OptionMap attention_options;
+  OptionMap ffn_options;
+  OptionMap norm_options;
 };
 
 struct OptimConfig {

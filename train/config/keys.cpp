@@ -132,24 +132,12 @@ std::vector<KeySpec> build_keys() {
                        "`[model.norm_options]`."));
 
   using T = TaskConfig;
+  // Any name here; the task registry (train/tasks/registry.h) decides, and the task reads the
+  // table's other keys itself.
   k.push_back(key_of("task.name", &C::task, &T::name)
-                  .one_of({"dependency"})
                   .shapes()
                   .required()
                   .doc("The task to train on (required)."));
-  k.push_back(key_of("task.colours", &C::task, &T::colours)
-                  .range(2, 64)
-                  .shapes()
-                  .doc("Colours K per word; the label has K^R classes."));
-  k.push_back(key_of("task.relations", &C::task, &T::relations)
-                  .length(1, 4)
-                  .one_of({"PREV", "HEAD", "SEM", "NEXT"})
-                  .shapes()
-                  .doc("Relations R whose partners' colours form the label, in digit order."));
-  k.push_back(key_of("task.embedding", &C::task, &T::embedding)
-                  .one_of({"factored", "joint"})
-                  .shapes()
-                  .doc("Separate category and colour embeddings, or one joint token id."));
 
   using O = OptimConfig;
   k.push_back(key_of("optim.name", &C::optim, &O::name)

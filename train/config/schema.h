@@ -7,34 +7,22 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
+#include "layers/option_spec.h"
 #include "train/config/config.h"
 
 namespace headlab {
 
-using ConfigValue =
-    std::variant<int64_t, double, bool, std::string, std::vector<double>, std::vector<std::string>>;
+using ConfigValue = TypedValue;
+using KeyType = OptionType;
 
-enum class KeyType { integer, real, boolean, string, real_array, string_array };
-
-struct KeySpec {
-  std::string key;  // dotted: "model.d_model"
-  KeyType type = KeyType::integer;
-  // Numbers (and array elements): lo <= v <= hi, with open ends where *_open.
-  double lo = 0, hi = 0;
-  bool lo_open = false, hi_open = false;
-  // Arrays: allowed lengths.
-  size_t min_len = 0, max_len = 0;
-  // Strings (and string array elements): allowed values; empty means any non-empty string.
-  std::vector<std::string> choices;
-  bool shape = false;     // changes parameter or optimizer-state shapes
+// What the key accepts (type, range, choices, shape, doc: OptionSpec) and where it lives.
+struct KeySpec : OptionSpec {
+  std::string key;        // dotted: "model.d_model"
   bool required = false;  // no default (task.name)
-  std::string doc;
   std::function<ConfigValue(const Config&)> get;
   std::function<void(Config&, const ConfigValue&)> set;
 };
@@ -52,22 +40,15 @@ const std::vector<std::string>& config_tables();
 struct OptionTableSpec {
   std::string key;
   std::string layer_key;
-  std::shared_ptr<const toml::table> ModelConfig::*member;
+  OptionMap ModelConfig::*member;
 };
 const std::vector<OptionTableSpec>& option_tables();
 
-const char* key_type_name(KeyType type);
-// "an integer in [1, 8192]", "a number in [0, 1)", "one of \"pre\", \"post\"", ...
-std::string expected_text(const KeySpec& spec);
 // Throws headlab::Error "<where>: <key> = <value> is out of range: expected ..." (or not one of
-// the choices, with a did-you-mean) if `value` violates the spec. NaN/Inf are rejected here.
-void check_value(const KeySpec& spec, const ConfigValue& value, const std::string& where);
-// TOML spelling of a value: 64, 0.003, true, "pre", [0.9, 0.98], ["PREV", "HEAD"].
-std::string format_value(const ConfigValue& value);
-
-// Levenshtein distance; and the closest candidate within a small distance, or "".
-size_t edit_distance(std::string_view a, std::string_view b);
-std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+// the choices, with a did-you-mean) if `value` violates the spec (check_option, with the key).
+inline void check_value(const KeySpec& spec, const ConfigValue& value, const std::string& where) {
+  check_option(spec.key, spec, value, where);
+}
 
 // The Markdown table of configs/README.md: key, type, default, range, meaning.
 std::string config_reference_markdown();

@@ -66,7 +66,7 @@ Heads parse_heads(const json& doc) {
   if (!doc.is_object()) return h;
   h.relations = doc.value("relations", std::vector<std::string>{});
   for (size_t r = 0; r < h.relations.size(); ++r)
-    h.colors.push_back(relation_color(h.relations[r], static_cast<int>(r)));
+    h.colors.push_back(relation_color(static_cast<int>(r)));
   for (const json& layer : doc.value("layers", json::array())) {
     ++h.layers;
     const json heads = layer.value("heads", json::array());

@@ -88,11 +88,10 @@ std::string html_page(const std::string& title, const std::string& body) {
          body + "\n</main>\n</body>\n</html>\n";
 }
 
-std::string relation_color(const std::string& name, int index) {
-  if (name == "PREV") return "#e8710a";
-  if (name == "HEAD") return "#2e9e44";
-  if (name == "SEM") return "#8e44ad";
-  if (name == "NEXT") return "#d62728";
+std::string relation_color(int index) {
+  // Orange, green, purple, red (the flagship's PREV, HEAD, SEM, NEXT), then the palette on.
+  static const char* const kRelationColors[] = {"#e8710a", "#2e9e44", "#8e44ad", "#d62728"};
+  if (index >= 0 && index < 4) return kRelationColors[index];
   return svg::palette(index + 4);
 }
 

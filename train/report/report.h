@@ -80,7 +80,8 @@ std::string mass_matrix_svg(const nlohmann::json& heads, const std::string& titl
 
 // Shared page frame: <!DOCTYPE html> .. <style>..</style> .. body .. </html>.
 std::string html_page(const std::string& title, const std::string& body);
-// Colour of a relation by name (PREV, HEAD, SEM, NEXT have fixed colours; others by index).
-std::string relation_color(const std::string& name, int index);
+// Colour of the relation at `index` in a document's "relations" (heads.json): a fixed palette
+// by position, whatever the names.
+std::string relation_color(int index);
 
 }  // namespace headlab

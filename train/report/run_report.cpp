@@ -102,8 +102,9 @@ std::string curves_section(const Heads& h, const Curves& c) {
   return section("curves", "Training curves",
                  "From metrics.jsonl. Training rows are measured on the step's batch with dropout "
                  "active; evaluation rows (dots) on the fixed evaluation sentences without. "
-                 "Component accuracy is the accuracy of one relation's colour digit of the "
-                 "predicted label: it shows which relation the model learned when.",
+                 "Component accuracy is how often the predicted label gets one relation's part "
+                 "right (for the dependency task, its colour digit): it shows which relation the "
+                 "model learned when.",
                  "<div class=\"row\">" + figure(svg::line_chart(loss, lo)) +
                      figure(svg::line_chart(acc, ao)) + figure(svg::line_chart(lr, ro)) + "</div>");
 }

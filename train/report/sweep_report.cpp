@@ -208,7 +208,10 @@ std::string specialization_charts(const json& runs, const std::vector<Group>& gr
     const double x = static_cast<double>(k);
     std::string tick;
     const json values = runs[groups[k].runs[0]].value("values", json::object());
-    for (const auto& [key, v] : values.items()) tick += (tick.empty() ? "" : ",") + value_text(v);
+    for (const auto& [key, v] : values.items()) {
+      if (!tick.empty()) tick += ',';
+      tick += value_text(v);
+    }
     so.x_ticks.emplace_back(x, tick);
     const std::vector<double> sm = field(runs, groups[k].runs, "s_match");
     const std::vector<double> nc = field(runs, groups[k].runs, "n_claimed");

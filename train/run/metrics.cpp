@@ -45,7 +45,7 @@ json eval_to_json(const EvalMetrics& m) {
           {"eval", true},
           {"loss", number(m.loss)},
           {"accuracy", number(m.accuracy)},
-          {"component_accuracy", components(m.relations, m.component_accuracy)},
+          {"component_accuracy", components(m.relations, m.relation_accuracy)},
           {"tokens", m.tokens},
           {"elapsed_seconds", number(m.elapsed_seconds)}};
 }
@@ -95,7 +95,7 @@ json summary_to_json(const TrainResult& r, const Config& c, int64_t parameters) 
   json s;
   s["eval_accuracy"] = number(e.accuracy);
   s["eval_loss"] = number(e.loss);
-  s["eval_component_accuracy"] = components(e.relations, e.component_accuracy);
+  s["eval_component_accuracy"] = components(e.relations, e.relation_accuracy);
   s["eval_tokens"] = e.tokens;
   s["steps"] = r.steps;
   s["resumed_from_step"] = r.start_step;
@@ -111,7 +111,7 @@ json summary_to_json(const TrainResult& r, const Config& c, int64_t parameters) 
   s["batch_size"] = c.train.batch_size;
   s["parameters"] = parameters;
   s["task"] = c.task.name;
-  s["relations"] = c.task.relations;
+  s["relations"] = e.relations;
   s["config_hash"] = config_hash(c);
   s["threads"] = num_threads();
   s["backend"] = backend_name(current_backend());

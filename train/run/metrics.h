@@ -38,11 +38,12 @@ struct StepMetrics {
 
 struct EvalMetrics {
   int64_t step = 0;
-  double loss = 0;      // mean cross-entropy over non-BOS tokens
-  double accuracy = 0;  // token accuracy over non-BOS tokens
-  std::vector<std::string> relations;
-  std::vector<double> component_accuracy;  // per relation: accuracy of its colour digit
-  int64_t tokens = 0;                      // non-BOS tokens evaluated
+  double loss = 0;                        // mean cross-entropy over non-BOS tokens
+  double accuracy = 0;                    // token accuracy over non-BOS tokens
+  std::vector<std::string> relations;     // Task::relations()
+  std::vector<double> relation_accuracy;  // per relation: Task::relation_correct's accuracy,
+                                          // written as "component_accuracy"
+  int64_t tokens = 0;                     // non-BOS tokens evaluated
   double elapsed_seconds = 0;
 };
 

@@ -12,11 +12,10 @@
 #include "optim/clip.h"
 #include "optim/factory.h"
 #include "train/run/checkpoint.h"
-#include "train/config/schema.h"
+#include "train/config/model.h"
 #include "train/io/files.h"
 #include "train/run/metrics.h"
-#include "train/tasks/task.h"
-#include "train/tasks/dependency.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
@@ -32,70 +31,19 @@ double seconds_since(Clock::time_point t) {
 constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
 constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
 
-toml::table options_table(const std::shared_ptr<const toml::table>& t) {
-  return t ? *t : toml::table{};
-}
-
-EncoderOptions encoder_options(const Config& c, const Task& task) {
-  const ModelConfig& m = c.model;
-  EncoderOptions o;
-  o.vocab_sizes.clear();
-  for (const FeatureSpec& f : task.features()) o.vocab_sizes.push_back(f.vocab);
-  o.max_len = task.seq_len();
-  o.d_model = m.d_model;
-  o.heads = m.heads;
-  o.head_dim = m.head_dim;
-  o.layers = m.layers;
-  o.d_ff = m.d_ff;
-  o.num_classes = task.num_classes();
-  o.activation = parse_activation(m.activation, "model.activation");
-  o.norm = parse_norm_position(m.norm, "model.norm");
-  o.positions = parse_position_kind(m.positions, "model.positions");
-  o.embed_init_std = static_cast<float>(m.embed_init_std);
-  o.pos_init_std = static_cast<float>(m.pos_init_std);
-  o.dropout = static_cast<float>(m.dropout);
-  o.attn_dropout = static_cast<float>(m.attn_dropout);
-  o.init = parse_init(m.init, "model.init");
-  o.dropout_seed = Rng::derive(static_cast<uint64_t>(c.train.seed), kDropoutStream).next_u64();
-  o.attention_layer = {m.attention_layer, options_table(m.attention_options)};
-  o.ffn_layer = {m.ffn_layer, options_table(m.ffn_options)};
-  o.norm_layer = {m.norm_layer, options_table(m.norm_options)};
-  return o;
-}
-
-// A layer's own error names the layer ('layer_norm') but not where its options came from: add
-// the position of an override into the slot's options table, of the table, or of the slot's
-// layer name.
-[[noreturn]] void rethrow_with_position(const Error& e, const Config& c) {
-  const std::string message = e.what();
-  for (const auto& t : option_tables()) {
-    const std::string layer = std::get<std::string>(find_key(t.layer_key)->get(c));
-    if (message.find("'" + layer + "'") == std::string::npos && !message.starts_with(layer + ":"))
-      continue;
-    for (const auto& [key, where] : c.origins)  // an override into the table
-      if (key.starts_with(t.key + ".")) throw Error(fmt::format("{}: {}", where, message));
-    if (auto it = c.origins.find(t.key); it != c.origins.end())
-      throw Error(fmt::format("{}: [{}]: {}", it->second, t.key, message));
-    if (auto it = c.origins.find(t.layer_key); it != c.origins.end())
-      throw Error(fmt::format("{}: {}", it->second, message));
-  }
-  throw Error(fmt::format("{}: {}", c.source, message));
-}
-
-// Correct predictions over non-ignored rows of logits [rows, C]; per relation digit too when
-// the task is the dependency task.
+// Correct predictions over non-ignored rows of logits [rows, C]; per relation too
+// (Task::relation_correct) when asked.
 struct Tally {
   int64_t tokens = 0, correct = 0;
-  std::vector<int64_t> component;
+  std::vector<int64_t> relation_hits;
 
-  // components: also count each relation's colour digit (evaluation; allocates).
+  // relations: also score each relation (evaluation; allocates).
   void add(const Tensor& logits, const std::vector<int32_t>& labels, const Task& task,
-           bool components) {
-    const auto* dep = components ? dynamic_cast<const DependencyTask*>(&task) : nullptr;
+           bool relations) {
     const int64_t classes = logits.size(-1);
     const int64_t rows = logits.numel() / classes;
     const float* x = logits.data();
-    if (dep) component.resize(dep->relations().size(), 0);
+    if (relations) relation_hits.resize(task.relations().size(), 0);
     for (int64_t i = 0; i < rows; ++i) {
       const int32_t label = labels[static_cast<size_t>(i)];
       if (label == kIgnoreIndex) continue;
@@ -105,10 +53,8 @@ struct Tally {
         if (row[c] > row[best]) best = static_cast<int32_t>(c);
       ++tokens;
       correct += best == label;
-      if (dep)
-        for (size_t r = 0; r < component.size(); ++r)
-          component[r] += dep->label_digit(best, static_cast<int>(r)) ==
-                          dep->label_digit(label, static_cast<int>(r));
+      for (size_t r = 0; r < relation_hits.size(); ++r)
+        relation_hits[r] += task.relation_correct(best, label, static_cast<int>(r));
     }
   }
   double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
@@ -128,8 +74,11 @@ Trainer::Trainer(Config config, std::filesystem::path run_dir)
   set_backend(parse_backend(config_.runtime.backend));
   task_ = make_task(config_.task);
   Rng init_rng = Rng::derive(static_cast<uint64_t>(config_.train.seed), kInitStream);
+  EncoderOptions options = encoder_options(config_, *task_);
+  options.dropout_seed =
+      Rng::derive(static_cast<uint64_t>(config_.train.seed), kDropoutStream).next_u64();
   try {
-    model_ = std::make_unique<Encoder>(encoder_options(config_, *task_), init_rng);
+    model_ = std::make_unique<Encoder>(options, init_rng);
   } catch (const Error& e) {
     rethrow_with_position(e, config_);
   }
@@ -266,8 +215,8 @@ EvalMetrics Trainer::evaluate() {
   e.loss = tally.tokens ? loss_sum / static_cast<double>(tally.tokens) : 0.0;
   e.accuracy = tally.accuracy();
   e.relations = task_->relations();
-  for (int64_t c : tally.component)
-    e.component_accuracy.push_back(tally.tokens ? static_cast<double>(c) / tally.tokens : 0.0);
+  for (int64_t c : tally.relation_hits)
+    e.relation_accuracy.push_back(tally.tokens ? static_cast<double>(c) / tally.tokens : 0.0);
   return e;
 }
 

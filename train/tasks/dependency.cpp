@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/rng.h"
+#include "train/tasks/registry.h"
 
 namespace headlab {
 
@@ -68,81 +71,139 @@ int32_t DependencyTask::label_digit(int32_t label, int r) const {
   return static_cast<int32_t>(v % colours_);
 }
 
+bool DependencyTask::relation_correct(int32_t predicted, int32_t gold, int relation) const {
+  return label_digit(predicted, relation) == label_digit(gold, relation);
+}
+
+std::string DependencyTask::token_string(const std::vector<std::vector<int32_t>>& features,
+                                         int64_t index) const {
+  const auto i = static_cast<size_t>(index);
+  int category = 0, colour = 0;
+  if (joint_) {
+    const int32_t id = features[0][i];
+    if (id == 0) return "BOS";
+    category = static_cast<int>((id - 1) / colours_);
+    colour = static_cast<int>((id - 1) % colours_);
+  } else {
+    category = features[0][i];
+    colour = features[1][i];
+  }
+  if (category == DependencyGrammar::kBos) return "BOS";
+  return fmt::format("{}:{}", DependencyGrammar::names[category], colour);
+}
+
+std::unique_ptr<Task> make_dependency_task(TaskOptions& o) {
+  const DependencyOptions defaults;
+  DependencyOptions d;
+  d.colours = o.get_int("colours", defaults.colours,
+                        OptionSpec::integer(2, 64).shaped().documented(
+                            "Colours K per word; the label has K^R classes."));
+  d.relations = o.get_strings(
+      "relations", defaults.relations,
+      OptionSpec::names(1, 4, {kRelationNames.begin(), kRelationNames.end()})
+          .shaped()
+          .documented("Relations R whose partners' colours form the label, in digit order."));
+  d.embedding = o.get_string(
+      "embedding", defaults.embedding,
+      OptionSpec::one_of({"factored", "joint"})
+          .shaped()
+          .documented("Separate category and colour embeddings, or one joint token id."));
+  return std::make_unique<DependencyTask>(d);
+}
+
+namespace {
+
+constexpr int kWords = DependencyGrammar::kCategories;
+constexpr int64_t kT = DependencyTask::kSeqLen;
+
+// One sentence: category[t] and colour[t] for t in [0, T), position[c] of each category c.
+struct Sentence {
+  std::array<int, kT> category{};
+  std::array<int, kT> colour{};
+  std::array<int, kWords> position{};
+};
+
+// Draws the permutation (Fisher-Yates), then the colours of positions 1..T-1, from rng.
+Sentence draw_sentence(Rng& rng, uint64_t colours) {
+  Sentence s;
+  std::array<int, kWords> perm{};
+  for (int i = 0; i < kWords; ++i) perm[i] = i;
+  for (int i = kWords - 1; i > 0; --i)
+    std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i) + 1)]);
+  s.category[0] = DependencyGrammar::kBos;
+  s.colour[0] = 0;
+  for (int i = 0; i < kWords; ++i) {
+    s.category[i + 1] = perm[i];
+    s.position[perm[i]] = i + 1;
+  }
+  for (int t = 1; t < kT; ++t) s.colour[t] = static_cast<int>(rng.below(colours));
+  return s;
+}
+
+// The gold partner position of relation r for the word at position t >= 1.
+int partner(Relation r, int t, const Sentence& s) {
+  const int c = s.category[t];
+  switch (r) {
+    case Relation::prev:
+      return t - 1;
+    case Relation::next:
+      return t + 1 == kT ? 0 : t + 1;
+    case Relation::head: {
+      const int g = DependencyGrammar::governor[c];
+      return g == DependencyGrammar::kRoot ? 0 : s.position[g];
+    }
+    case Relation::sem:
+      return s.position[DependencyGrammar::sem[c]];
+  }
+  return 0;
+}
+
+// Writes the sentence's features, labels and partners at flat offset `row` (= b * T) of out.
+void write_sentence(const Sentence& s, bool joint, int64_t colours,
+                    const std::vector<Relation>& relations, int64_t row, Batch& out) {
+  const int R = static_cast<int>(relations.size());
+  for (int t = 0; t < kT; ++t) {
+    const size_t at = static_cast<size_t>(row + t);
+    if (joint) {
+      out.features[0][at] =
+          t == 0 ? 0 : 1 + s.category[t] * static_cast<int>(colours) + s.colour[t];
+    } else {
+      out.features[0][at] = s.category[t];
+      out.features[1][at] = s.colour[t];
+    }
+    if (t == 0) {
+      out.labels[at] = kIgnoreIndex;
+      for (int r = 0; r < R; ++r) out.partners[r][at] = kNoPartner;
+      continue;
+    }
+    int64_t label = 0;
+    for (int r = 0; r < R; ++r) {
+      const int p = partner(relations[r], t, s);
+      out.partners[r][at] = p;
+      label = label * colours + s.colour[p];
+    }
+    out.labels[at] = static_cast<int32_t>(label);
+  }
+}
+
+}  // namespace
+
 void DependencyTask::generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
   if (batch_size < 1) fail("dependency task: batch_size is {} but expected >= 1", batch_size);
   if (index < 0) fail("dependency task: batch index is {} but expected >= 0", index);
-  constexpr int kWords = DependencyGrammar::kCategories;
-  constexpr int64_t T = kSeqLen;
-  const int64_t n = batch_size * T;
-  const int R = static_cast<int>(relations_.size());
+  const int64_t n = batch_size * kT;
   out.batch_size = batch_size;
-  out.seq_len = T;
+  out.seq_len = kT;
   // resize() keeps the capacity, so a stream of equal-sized batches allocates only once.
   out.features.resize(features_.size());
   for (auto& f : out.features) f.resize(static_cast<size_t>(n));
   out.labels.resize(static_cast<size_t>(n));
-  out.partners.resize(static_cast<size_t>(R));
+  out.partners.resize(relations_.size());
   for (auto& p : out.partners) p.resize(static_cast<size_t>(n));
-
   Rng rng = Rng::derive(seed, static_cast<uint64_t>(index));
-  const auto K = static_cast<uint64_t>(colours_);
-  for (int64_t b = 0; b < batch_size; ++b) {
-    // category[t] for t in [0, T); position[c] for each category c.
-    std::array<int, T> category{};
-    std::array<int, T> colour{};
-    std::array<int, kWords> position{};
-    std::array<int, kWords> perm{};
-    for (int i = 0; i < kWords; ++i) perm[i] = i;
-    for (int i = kWords - 1; i > 0; --i)
-      std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i) + 1)]);
-    category[0] = DependencyGrammar::kBos;
-    colour[0] = 0;
-    for (int i = 0; i < kWords; ++i) {
-      category[i + 1] = perm[i];
-      position[perm[i]] = i + 1;
-    }
-    for (int t = 1; t < T; ++t) colour[t] = static_cast<int>(rng.below(K));
-
-    const int64_t row = b * T;
-    for (int t = 0; t < T; ++t) {
-      const size_t at = static_cast<size_t>(row + t);
-      if (joint_) {
-        out.features[0][at] = t == 0 ? 0 : 1 + category[t] * static_cast<int>(K) + colour[t];
-      } else {
-        out.features[0][at] = category[t];
-        out.features[1][at] = colour[t];
-      }
-      if (t == 0) {
-        out.labels[at] = kIgnoreIndex;
-        for (int r = 0; r < R; ++r) out.partners[r][at] = kNoPartner;
-        continue;
-      }
-      const int c = category[t];
-      int64_t label = 0;
-      for (int r = 0; r < R; ++r) {
-        int p = 0;
-        switch (relations_[r]) {
-          case Relation::prev:
-            p = t - 1;
-            break;
-          case Relation::next:
-            p = t + 1 == T ? 0 : t + 1;
-            break;
-          case Relation::head: {
-            const int g = DependencyGrammar::governor[c];
-            p = g == DependencyGrammar::kRoot ? 0 : position[g];
-            break;
-          }
-          case Relation::sem:
-            p = position[DependencyGrammar::sem[c]];
-            break;
-        }
-        out.partners[r][at] = p;
-        label = label * colours_ + colour[p];
-      }
-      out.labels[at] = static_cast<int32_t>(label);
-    }
-  }
+  for (int64_t b = 0; b < batch_size; ++b)
+    write_sentence(draw_sentence(rng, static_cast<uint64_t>(colours_)), joint_, colours_,
+                   relations_, b * kT, out);
 }
 
 }  // namespace headlab

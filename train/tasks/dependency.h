@@ -1,5 +1,5 @@
 #pragma once
-// The synthetic dependency task (../shared/TASK.md, task `dependency`).
+// The synthetic dependency task ([task] name = "dependency"), the built-in task.
 //
 // A sentence is BOS followed by the 16 grammar categories in a uniformly random order (each
 // exactly once), T = 17. Every word has a colour uniform in [0, K); BOS has colour 0. Each word
@@ -22,12 +22,15 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "train/tasks/task.h"
 
 namespace headlab {
+
+class TaskOptions;
 
 enum class Relation { prev, head, sem, next };
 
@@ -71,6 +74,11 @@ class DependencyTask final : public Task {
   const std::vector<FeatureSpec>& features() const override { return features_; }
   const std::vector<std::string>& relations() const override { return relation_names_; }
   void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const override;
+  // Relation r is right when the predicted label's colour digit r is the gold one.
+  bool relation_correct(int32_t predicted, int32_t gold, int relation) const override;
+  // "BOS", or "<CATEGORY>:<colour>" ("SUBJ:2").
+  std::string token_string(const std::vector<std::vector<int32_t>>& features,
+                           int64_t index) const override;
 
   int64_t colours() const { return colours_; }
   bool joint() const { return joint_; }
@@ -86,5 +94,8 @@ class DependencyTask final : public Task {
   std::vector<std::string> relation_names_;
   std::vector<FeatureSpec> features_;
 };
+
+// Registry factory "dependency": keys colours, relations, embedding (DependencyOptions).
+std::unique_ptr<Task> make_dependency_task(TaskOptions& options);
 
 }  // namespace headlab

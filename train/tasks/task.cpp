@@ -1,19 +1,19 @@
 #include "train/tasks/task.h"
 
-#include "core/error.h"
-#include "train/tasks/dependency.h"
+#include <fmt/format.h>
 
 namespace headlab {
 
-std::unique_ptr<Task> make_task(const TaskConfig& config) {
-  if (config.name == "dependency") {
-    DependencyOptions options;
-    options.colours = config.colours;
-    options.relations = config.relations;
-    options.embedding = config.embedding;
-    return std::make_unique<DependencyTask>(options);
-  }
-  fail("task.name = '{}' is unknown: expected \"dependency\"", config.name);
+bool Task::relation_correct(int32_t predicted, int32_t gold, int /*relation*/) const {
+  return predicted == gold;
+}
+
+std::string Task::token_string(const std::vector<std::vector<int32_t>>& features,
+                               int64_t index) const {
+  std::string s;
+  for (size_t f = 0; f < features.size(); ++f)
+    s += fmt::format("{}{}", f ? ":" : "", features[f][static_cast<size_t>(index)]);
+  return s;
 }
 
 }  // namespace headlab

@@ -1,7 +1,11 @@
 #pragma once
 // Task: a seeded generator of token-classification batches, with the gold partner position of
-// each relation for analysis. The dependency task (train/task_dependency.h) is the one task so
-// far; the trainer and the head analysis code against this interface.
+// each relation for analysis. The trainer, the metrics and the head analysis code against this
+// interface only: what the inputs are (features), what is predicted (num_classes labels), which
+// relations a head may learn (relations, with gold partners in every batch), how a prediction
+// scores per relation (relation_correct) and how a token reads (token_string). Tasks are built
+// by name through the task registry (train/tasks/registry.h); the dependency task
+// (train/tasks/dependency.h) is the built-in one.
 //
 // Reproducibility: batch k of a stream with seed s is generated from Rng::derive(s, k) alone, so
 // a stream is a pure function of (seed, index). A training run's data cursor is therefore just
@@ -10,7 +14,8 @@
 // sentences.
 //
 // Usage:
-//   std::unique_ptr<Task> task = make_task(config.task);      // throws on a bad task config
+//   std::unique_ptr<Task> task = make_task(config.task);      // registry.h; throws on a bad
+//                                                              //   task config
 //   Batch batch;                                               // reused: no allocation after
 //   for (int64_t step = cursor; step < steps; ++step) {        //   the first call
 //     task->generate(seed, step, batch_size, batch);           // training batch `step`
@@ -23,16 +28,17 @@
 #include <string>
 #include <vector>
 
+#include "layers/options.h"
+
 namespace headlab {
 
-// The [task] table of a config (train/config/config.h holds the rest).
+// The [task] table of a config (train/config/config.h holds the rest): the registry name of
+// the task and its other keys, which the task reads itself. A loaded config holds every key the
+// task reads, defaults filled, in the order it reads them.
 struct TaskConfig {
   std::string name;  // required
-  int64_t colours = 4;
-  std::vector<std::string> relations = {"PREV", "HEAD", "SEM"};
-  std::string embedding = "factored";
+  OptionMap options;
 };
-
 
 // Label value of positions that carry no label (BOS); skipped by the loss and by accuracy, as
 // PyTorch's CrossEntropyLoss(ignore_index=-100).
@@ -80,10 +86,16 @@ class Task {
   // batch_size). Reuses out's buffers (no allocation when the sizes are unchanged). Throws
   // headlab::Error if batch_size < 1 or index < 0.
   virtual void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const = 0;
-};
 
-// The task named by config.name ("dependency"), built from its options. Throws headlab::Error
-// naming the task.* key for an unknown name or a bad option.
-std::unique_ptr<Task> make_task(const TaskConfig& config);
+  // Whether `predicted` gets relation `relation`'s part of the gold label `gold` right (both
+  // in [0, num_classes)): what the per-relation ("component") accuracy of metrics.jsonl,
+  // summary.json and heads.json counts. The default, for labels that do not decompose by
+  // relation, is the whole label.
+  virtual bool relation_correct(int32_t predicted, int32_t gold, int relation) const;
+  // How token `index` (flat b * T + t) of a batch's features ([F][B * T]) reads in
+  // attention_tokens.json and the report. The default joins the feature ids with ':'.
+  virtual std::string token_string(const std::vector<std::vector<int32_t>>& features,
+                                   int64_t index) const;
+};
 
 }  // namespace headlab

@@ -1,0 +1,112 @@
+// The analysis' documents: heads.json, attention_tokens.json and attention.npy (analysis.h).
+
+#include <nlohmann/json.hpp>
+
+#include "train/analysis/analysis.h"
+#include "train/io/files.h"
+#include "train/io/npy.h"
+
+namespace headlab {
+
+namespace {
+
+using nlohmann::json;
+
+// {"PREV": v[0], "HEAD": v[1], ...}
+json by_relation(const AnalysisResult& res, const std::vector<double>& v) {
+  json o = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r) o[res.relations[r]] = v[r];
+  return o;
+}
+
+json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
+  return {{"head", a.head},
+          {"mass", by_relation(res, a.mass)},
+          {"mass_distinct", by_relation(res, a.mass_distinct)},
+          {"argmax_accuracy", by_relation(res, a.argmax_accuracy)},
+          {"entropy", a.entropy},
+          {"confidence", a.confidence},
+          {"ablation_accuracy", a.ablation_accuracy},
+          {"ablation_drop", res.eval.accuracy - a.ablation_accuracy},
+          {"ablation_component_accuracy", by_relation(res, a.ablation_component)},
+          {"keep_only_accuracy", a.keep_only_accuracy},
+          {"keep_only_component_accuracy", by_relation(res, a.keep_only_component)},
+          {"importance", a.importance},
+          {"importance_raw", a.importance_raw}};
+}
+
+json specialization_json(const AnalysisResult& res) {
+  json assignment = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r) {
+    const HeadRef a = res.specialization.assignment[r];
+    assignment[res.relations[r]] = a.valid() ? json::array({a.layer, a.head}) : json(nullptr);
+  }
+  return {{"s_max", res.specialization.s_max},
+          {"s_match", res.specialization.s_match},
+          {"n_claimed", res.specialization.n_claimed},
+          {"assignment", assignment}};
+}
+
+}  // namespace
+
+json analysis_to_json(const AnalysisResult& res) {
+  json layers = json::array();
+  for (int l = 0; l < res.layers; ++l) {
+    json heads = json::array();
+    for (int h = 0; h < res.heads; ++h) heads.push_back(head_json(res, res.at(l, h)));
+    layers.push_back({{"layer", l}, {"heads", heads}});
+  }
+  json groups = json::object(), drops = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r) {
+    json g = json::array();
+    for (const HeadRef& ref : res.groups[r]) g.push_back(json::array({ref.layer, ref.head}));
+    groups[res.relations[r]] = g;
+    drops[res.relations[r]] = by_relation(res, res.group_drops[r]);
+  }
+  return {{"relations", res.relations},
+          {"layers", layers},
+          {"specialization", specialization_json(res)},
+          {"eval_accuracy", res.eval.accuracy},
+          {"eval_loss", res.eval_loss},
+          {"eval_component_accuracy", by_relation(res, res.eval.component)},
+          {"relation_groups", groups},
+          {"group_ablation_drop", drops},
+          {"eval",
+           {{"seed", res.seed},
+            {"batches", res.batches},
+            {"batch_size", res.batch_size},
+            {"queries", res.metrics.queries},
+            {"distinct_queries", res.metrics.distinct_queries}}}};
+}
+
+json examples_to_json(const AnalysisResult& res) {
+  const AttentionExamples& ex = res.examples;
+  json examples = json::array();
+  for (int64_t e = 0; e < ex.examples; ++e) {
+    json partners = json::object();
+    for (size_t r = 0; r < res.relations.size(); ++r)
+      partners[res.relations[r]] = ex.partners[e][r];
+    examples.push_back({{"tokens", ex.tokens[e]},
+                        {"partners", partners},
+                        {"labels", ex.labels[e]},
+                        {"predicted", ex.predicted[e]}});
+  }
+  return {{"shape", {ex.examples, ex.layers, ex.heads, ex.seq_len, ex.seq_len}},
+          {"axes", {"example", "layer", "head", "query", "key"}},
+          {"relations", res.relations},
+          {"examples", examples}};
+}
+
+void write_analysis(const std::filesystem::path& run_dir, const AnalysisResult& res) {
+  // Atomic writes: an interrupted analysis leaves the previous files, never half of one.
+  const auto write_json = [](const std::filesystem::path& path, const nlohmann::json& doc) {
+    write_file_atomic(path, doc.dump(2) + "\n");
+  };
+  write_json(run_dir / "heads.json", analysis_to_json(res));
+  write_json(run_dir / "attention_tokens.json", examples_to_json(res));
+  const AttentionExamples& ex = res.examples;
+  write_npy((run_dir / "attention.npy").string(),
+            NpyArray{{ex.examples, ex.layers, ex.heads, ex.seq_len, ex.seq_len}, ex.weights});
+}
+
+}  // namespace headlab
