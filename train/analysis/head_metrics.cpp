@@ -107,23 +107,30 @@ HeadMetrics HeadMetricsAccumulator::finish() const {
   return m;
 }
 
-Specialization specialization(const HeadRelationMatrix& mass, double claim_threshold) {
+namespace {
+
+double s_max(const HeadRelationMatrix& mass) {
   const int R = mass.relations;
-  if (R <= 0 || R > 16) fail("specialization: {} relations but expected 1..16", R);
-  const int N = mass.layers * mass.heads;
-  const size_t subsets = size_t{1} << R;
-  Specialization out;
+  double sum = 0.0;
   for (int r = 0; r < R; ++r) {
     double best = 0.0;
     for (int l = 0; l < mass.layers; ++l)
       for (int h = 0; h < mass.heads; ++h) best = std::max(best, mass.at(l, h, r));
-    out.s_max += best / R;
+    sum += best / R;
   }
+  return sum;
+}
 
-  // dp[k][S] = best total mass assigning exactly the relations in S to distinct heads among the
-  // first k heads. choice[k][S] = relation given to head k-1 on the way to (k, S), or -1 when
-  // head k-1 took none. Relations outside the final S are unassigned and contribute 0; masses
-  // are >= 0, so the best S is usually the full set but we take the max over all S anyway.
+// The best one-to-one assignment of relations to heads: fills out.s_match and out.assignment.
+//
+// dp[k][S] = best total mass assigning exactly the relations in S to distinct heads among the
+// first k heads. choice[k][S] = relation given to head k-1 on the way to (k, S), or -1 when
+// head k-1 took none. Relations outside the final S are unassigned and contribute 0; masses
+// are >= 0, so the best S is usually the full set but we take the max over all S anyway.
+void best_assignment(const HeadRelationMatrix& mass, Specialization& out) {
+  const int R = mass.relations;
+  const int N = mass.layers * mass.heads;
+  const size_t subsets = size_t{1} << R;
   constexpr double kNone = -std::numeric_limits<double>::infinity();
   std::vector<double> dp((static_cast<size_t>(N) + 1) * subsets, kNone);
   std::vector<int8_t> choice((static_cast<size_t>(N) + 1) * subsets, -1);
@@ -157,13 +164,23 @@ Specialization specialization(const HeadRelationMatrix& mass, double claim_thres
   out.s_match = last[best_set] / R;
   out.assignment.assign(R, HeadRef{});
   size_t S = best_set;
-  for (int k = N; k > 0; --k) {
+  for (int k = N; k > 0; --k) {  // walk the choices back from the best final set
     const int8_t r = choice[static_cast<size_t>(k) * subsets + S];
     if (r < 0) continue;
     out.assignment[r] = HeadRef{(k - 1) / mass.heads, (k - 1) % mass.heads};
     S &= ~(size_t{1} << r);
   }
   HEADLAB_ASSERT(S == 0);
+}
+
+}  // namespace
+
+Specialization specialization(const HeadRelationMatrix& mass, double claim_threshold) {
+  const int R = mass.relations;
+  if (R <= 0 || R > 16) fail("specialization: {} relations but expected 1..16", R);
+  Specialization out;
+  out.s_max = s_max(mass);
+  best_assignment(mass, out);
   for (int r = 0; r < R; ++r) {
     const HeadRef a = out.assignment[r];
     if (a.valid() && mass.at(a.layer, a.head, r) > claim_threshold) ++out.n_claimed;

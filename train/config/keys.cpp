@@ -71,9 +71,10 @@ Key key_of(std::string key, S Config::*section, T S::*member) {
   return k;
 }
 
-std::vector<KeySpec> build_keys() {
-  std::vector<Key> k;
-  using C = Config;
+using C = Config;
+
+// The keys of each config section, in the order configs/README.md lists them.
+void model_keys(std::vector<Key>& k) {
   using M = ModelConfig;
   k.push_back(key_of("model.d_model", &C::model, &M::d_model)
                   .range(1, 8192)
@@ -130,7 +131,9 @@ std::vector<KeySpec> build_keys() {
                   .shapes()
                   .doc("Registry name of the norms (also the final norm); options in "
                        "`[model.norm_options]`."));
+}
 
+void task_keys(std::vector<Key>& k) {
   using T = TaskConfig;
   // Any name here; the task registry (train/tasks/registry.h) decides, and the task reads the
   // table's other keys itself.
@@ -138,7 +141,9 @@ std::vector<KeySpec> build_keys() {
                   .shapes()
                   .required()
                   .doc("The task to train on (required)."));
+}
 
+void optim_keys(std::vector<Key>& k) {
   using O = OptimConfig;
   k.push_back(key_of("optim.name", &C::optim, &O::name)
                   .one_of({"adam", "adamw", "sgd"})
@@ -163,7 +168,9 @@ std::vector<KeySpec> build_keys() {
   k.push_back(key_of("optim.clip_norm", &C::optim, &O::clip_norm)
                   .range(0, kInf, false, true)
                   .doc("Clip gradients to this global L2 norm; 0 disables clipping."));
+}
 
+void schedule_keys(std::vector<Key>& k) {
   using S = ScheduleConfig;
   k.push_back(key_of("schedule.name", &C::schedule, &S::name)
                   .one_of({"constant", "warmup_cosine", "warmup_inverse_sqrt"})
@@ -179,7 +186,9 @@ std::vector<KeySpec> build_keys() {
                   .range(0, 65536)
                   .doc("warmup_inverse_sqrt only: 0 peaks at optim.lr; > 0 uses the Transformer "
                        "paper's lr * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5)."));
+}
 
+void train_keys(std::vector<Key>& k) {
   using R = TrainConfig;
   k.push_back(key_of("train.steps", &C::train, &R::steps).range(1, 1e9).doc("Optimizer steps."));
   k.push_back(key_of("train.batch_size", &C::train, &R::batch_size)
@@ -209,7 +218,9 @@ std::vector<KeySpec> build_keys() {
   k.push_back(key_of("train.keep_checkpoints", &C::train, &R::keep_checkpoints)
                   .range(1, 1e6)
                   .doc("Newest checkpoints to keep."));
+}
 
+void runtime_keys(std::vector<Key>& k) {
   using U = RuntimeConfig;
   k.push_back(key_of("runtime.backend", &C::runtime, &U::backend)
                   .one_of({"auto", "reference", "blas", "onednn"})
@@ -221,7 +232,12 @@ std::vector<KeySpec> build_keys() {
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+}
 
+std::vector<KeySpec> build_keys() {
+  std::vector<Key> k;
+  for (auto section : {model_keys, task_keys, optim_keys, schedule_keys, train_keys, runtime_keys})
+    section(k);
   std::vector<KeySpec> out;
   for (auto& key : k) out.push_back(std::move(key.s));
   return out;

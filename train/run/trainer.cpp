@@ -11,9 +11,9 @@
 #include "layers/encoder.h"
 #include "optim/clip.h"
 #include "optim/factory.h"
-#include "train/run/checkpoint.h"
 #include "train/config/model.h"
 #include "train/io/files.h"
+#include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
 #include "train/tasks/registry.h"
 
@@ -234,12 +234,23 @@ void Trainer::save(double elapsed, double train_seconds) {
   last_checkpoint_ = step_;
 }
 
+// The bookkeeping of one session of run(): wall and step time (earlier sessions included) and
+// the tokens since the last metrics row.
+struct Trainer::Session {
+  Clock::time_point start = Clock::now();
+  double resumed_elapsed = 0;
+  double train_seconds = 0;
+  double interval_seconds = 0;
+  int64_t interval_tokens = 0;
+
+  double elapsed() const { return resumed_elapsed + seconds_since(start); }
+};
+
 TrainResult Trainer::run(TrainObserver* observer) {
   TrainObserver none;
   TrainObserver& obs = observer ? *observer : none;
   const TrainConfig& t = config_.train;
-  const Clock::time_point session_start = Clock::now();
-  auto elapsed = [&] { return resumed_elapsed_ + seconds_since(session_start); };
+  Session session{.resumed_elapsed = resumed_elapsed_, .train_seconds = resumed_train_seconds_};
 
   create_directories(run_dir_);
   write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
@@ -249,63 +260,67 @@ TrainResult Trainer::run(TrainObserver* observer) {
   result.run_dir = run_dir_;
   result.start_step = step_;
   obs.on_start(step_, t.steps, parameter_count());
-
-  double train_seconds = resumed_train_seconds_;
-  double interval_seconds = 0;
-  int64_t interval_tokens = 0;
-  const int64_t tokens_per_step = t.batch_size * task_->seq_len();
-  auto due = [&](int64_t every) { return step_ == t.steps || (every > 0 && step_ % every == 0); };
   while (step_ < t.steps) {
     const Clock::time_point t0 = Clock::now();
     StepMetrics m = train_step();
     const double dt = seconds_since(t0);
-    train_seconds += dt;
-    interval_seconds += dt;
-    interval_tokens += tokens_per_step;
-    m.elapsed_seconds = elapsed();
+    session.train_seconds += dt;
+    session.interval_seconds += dt;
+    session.interval_tokens += t.batch_size * task_->seq_len();
+    m.elapsed_seconds = session.elapsed();
     result.final_loss = m.loss;
-    if (due(t.log_every)) {
-      m.tokens_per_second = interval_seconds > 0 ? interval_tokens / interval_seconds : 0.0;
-      interval_seconds = 0;
-      interval_tokens = 0;
-      metrics.write_step(m);
-      obs.on_log(m);
-    }
-    obs.on_step(m);
-    if (due(t.eval_every)) {
-      EvalMetrics e = evaluate();
-      e.elapsed_seconds = elapsed();
-      metrics.write_eval(e);
-      obs.on_eval(e);
-      if (step_ == t.steps) result.final_eval = e;
-    }
-    if (due(t.checkpoint_every)) {
-      save(elapsed(), train_seconds);
-      obs.on_checkpoint(step_, run_dir_ / "checkpoints" / checkpoint_dir_name(step_));
-    }
+    after_step(m, session, metrics, obs, result);
     if (step_ < t.steps && obs.should_stop()) {
-      if (last_checkpoint_ != step_) {
-        save(elapsed(), train_seconds);
-        obs.on_checkpoint(step_, run_dir_ / "checkpoints" / checkpoint_dir_name(step_));
-      }
+      if (last_checkpoint_ != step_) checkpoint(session, obs);
       result.interrupted = true;
       result.steps = step_;
-      result.train_seconds = train_seconds;
-      result.wall_seconds = elapsed();
+      result.train_seconds = session.train_seconds;
+      result.wall_seconds = session.elapsed();
       return result;
     }
   }
   if (result.start_step == t.steps) {  // resumed a finished run: evaluate again, rewrite summary
     result.final_eval = evaluate();
-    result.final_eval.elapsed_seconds = elapsed();
+    result.final_eval.elapsed_seconds = session.elapsed();
   }
   result.steps = step_;
-  result.train_seconds = train_seconds;
-  result.wall_seconds = elapsed();
-  result.steps_per_second = train_seconds > 0 ? static_cast<double>(step_) / train_seconds : 0.0;
+  result.train_seconds = session.train_seconds;
+  result.wall_seconds = session.elapsed();
+  result.steps_per_second =
+      session.train_seconds > 0 ? static_cast<double>(step_) / session.train_seconds : 0.0;
   result.steps_to_95 = first_step_reaching(metrics.evals(), 0.95);
   write_summary(run_dir_, summary_to_json(result, config_, parameter_count()));
   return result;
+}
+
+// What is due after step_: the metrics row (every log_every steps), the evaluation (every
+// eval_every), the checkpoint (every checkpoint_every); each also at the last step.
+void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter& metrics,
+                         TrainObserver& obs, TrainResult& result) {
+  const TrainConfig& t = config_.train;
+  auto due = [&](int64_t every) { return step_ == t.steps || (every > 0 && step_ % every == 0); };
+  if (due(t.log_every)) {
+    m.tokens_per_second =
+        session.interval_seconds > 0 ? session.interval_tokens / session.interval_seconds : 0.0;
+    session.interval_seconds = 0;
+    session.interval_tokens = 0;
+    metrics.write_step(m);
+    obs.on_log(m);
+  }
+  obs.on_step(m);
+  if (due(t.eval_every)) {
+    EvalMetrics e = evaluate();
+    e.elapsed_seconds = session.elapsed();
+    metrics.write_eval(e);
+    obs.on_eval(e);
+    if (step_ == t.steps) result.final_eval = e;
+  }
+  if (due(t.checkpoint_every)) checkpoint(session, obs);
+}
+
+void Trainer::checkpoint(const Session& session, TrainObserver& obs) {
+  save(session.elapsed(), session.train_seconds);
+  obs.on_checkpoint(step_, run_dir_ / "checkpoints" / checkpoint_dir_name(step_));
 }
 
 }  // namespace headlab

@@ -107,8 +107,13 @@ class Trainer {
   Optimizer& optimizer() { return *optimizer_; }
 
  private:
+  struct Session;  // timing of one run() call
+
   // One update; returns the metrics of the step (tokens_per_second, elapsed filled by run()).
   StepMetrics train_step();
+  void after_step(StepMetrics& m, Session& session, MetricsWriter& metrics, TrainObserver& obs,
+                  TrainResult& result);
+  void checkpoint(const Session& session, TrainObserver& obs);
   void save(double elapsed, double train_seconds);
 
   Config config_;
