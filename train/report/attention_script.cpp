@@ -120,12 +120,12 @@ const char* const kAttentionScript = R"js(
   function update() {
     var e = +sentence.value, k = +headMenu.value, layer = Math.floor(k / D.H);
     mapBox.textContent = '';
-    mapBox.appendChild(draw(e, k, 22, true));
+    mapBox.appendChild(draw(e, k, Math.max(6, Math.min(22, Math.floor(560 / D.T))), true));
     thumbs.textContent = '';
     thumbsTitle.textContent = 'Every head of layer ' + layer + ' on sentence ' + (e + 1) +
         ' (click one to show it):';
     for (var h = 0; h < D.H; h++) {
-      var t = draw(e, layer * D.H + h, 6, false);
+      var t = draw(e, layer * D.H + h, Math.max(2, Math.min(6, Math.floor(120 / D.T))), false);
       if (layer * D.H + h === k) t.classList.add('on');
       t.addEventListener('click', function (ev) {
         headMenu.value = ev.currentTarget.getAttribute('data-head');

@@ -3,6 +3,7 @@
 // compact JSON for the script (attention_script.cpp) that switches the sentence and the head,
 // and the first sentence's first head drawn statically for a page read without scripts.
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -124,7 +125,7 @@ std::string static_map(const RunFiles& f, const Heads& h, const Maps& m) {
   o.row_labels = o.col_labels = tok;
   o.rotate_col_labels = true;
   o.show_values = false;
-  o.cell = 22;
+  o.cell = static_cast<int>(std::clamp<int64_t>(560 / m.T, 6, 22));  // as the script draws it
   o.x_label = "key (attended to)";
   o.y_label = "query";
   std::vector<double> values;
