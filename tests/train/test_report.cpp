@@ -16,7 +16,7 @@
 #include "train/analysis/analysis.h"
 #include "train/io/npy.h"
 #include "train/report/report.h"
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 using namespace headlab;
 using namespace headlab::analysis_test;

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 namespace headlab::report_parts {
 

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 namespace headlab {
 namespace {

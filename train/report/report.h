@@ -26,7 +26,7 @@
 //      file leaves it empty;
 //   2. the section: `std::string timeline_body(const RunView&)` in its own file
 //      (train/report/timeline_section.cpp), declared in sections.h. It returns the HTML below the
-//      title (parts.h: lede(), figure(), missing(); svg.h: line_chart, heatmap, bar_chart,
+//      title (parts.h: lede(), figure(), missing(); svg/svg.h: line_chart, heatmap, bar_chart,
 //      strip_chart), or "" to leave the section out;
 //   3. one row in kRunSections (run_report.cpp): {"timeline", "Specialization over training",
 //      timeline_body}. The contents line and the section frame follow from the row. A section

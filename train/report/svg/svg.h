@@ -1,8 +1,9 @@
 #pragma once
-// Small inline-SVG charts for the HTML reports: line charts, heatmaps with numbers and marks,
-// and horizontal bar charts. Each function returns one self-contained <svg> element (no
-// scripts, no external resources) sized in CSS pixels. Text is XML-escaped here; callers pass
-// plain strings.
+// Small inline-SVG charts for the HTML reports (the drawing primitives, apart from the report
+// sections in train/report/ that use them): line charts, heatmaps with numbers and marks,
+// horizontal bar charts and strip charts. Each function returns one self-contained <svg>
+// element (no scripts, no external resources) sized in CSS pixels. Text is XML-escaped here;
+// callers pass plain strings.
 
 #include <optional>
 #include <span>
