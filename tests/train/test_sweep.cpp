@@ -143,6 +143,19 @@ TEST_CASE("train: headlab sweep over two head counts writes the table, the runs 
   CHECK(section(html, "table").find("model.heads=2") != std::string::npos);
   CHECK(section(html, "curves").find("<polyline") != std::string::npos);
   CHECK(section(html, "specialization").find("s_match") != std::string::npos);
+  CHECK(html.find("2 settings of model.heads (1, 2) \u00d7 1 seed each") != std::string::npos);
+  CHECK(html.find("more heads means narrower heads (d_k 64 down to 32)") != std::string::npos);
+  // Every link of the page opens an existing run report (each seed's dot and table entry).
+  size_t links = 0;
+  for (size_t p = 0; (p = html.find("<a href=\"", p)) != std::string::npos; ++p) {
+    const size_t a = p + 9, b = html.find('"', a);
+    const std::string target = html.substr(a, b - a);
+    if (target[0] == '#') continue;  // the contents line
+    CAPTURE(target);
+    CHECK(fs::is_regular_file(dir.path / "sw" / target));
+    ++links;
+  }
+  CHECK(links == 2 * 4);  // two runs: a dot in each of three charts and a table link
 
   // --report-only trains nothing and collects the same table again.
   fs::remove(dir.path / "sw" / "sweep.json");

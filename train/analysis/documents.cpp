@@ -44,6 +44,7 @@ json specialization_json(const AnalysisResult& res) {
   return {{"s_max", res.specialization.s_max},
           {"s_match", res.specialization.s_match},
           {"n_claimed", res.specialization.n_claimed},
+          {"claim_threshold", res.specialization.claim_threshold},
           {"assignment", assignment}};
 }
 

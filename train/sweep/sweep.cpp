@@ -229,6 +229,7 @@ void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcome
       d.curves = read_curves(read_jsonl(o.run.dir / "metrics.jsonl"), {});
       std::string error;
       d.heads = read_json(o.run.dir / "heads.json", error);
+      d.has_report = fs::is_regular_file(o.run.dir / "report.html");
       data.push_back(std::move(d));
     }
     report = render_sweep_report(doc, data);

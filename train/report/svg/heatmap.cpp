@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 namespace headlab::svg {
 namespace {
@@ -65,6 +65,11 @@ std::string column_labels(const Layout& l) {
   return out;
 }
 
+std::string cell_title(const HeatmapOptions& o, const Layout& l, int r, int c, double v) {
+  const size_t i = static_cast<size_t>(r) * l.cols + c;
+  return i < o.cell_titles.size() ? escape(o.cell_titles[i]) : number(v, 3);
+}
+
 // Row r: its label, its cells (each with its value as a tooltip, and written when asked) and
 // its note on the right.
 std::string row_svg(const Layout& l, std::span<const double> values, int r) {
@@ -83,7 +88,7 @@ std::string row_svg(const Layout& l, std::span<const double> values, int r) {
     out += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
         "</rect>",
-        l.ml + c * o.cell, y, o.cell, o.cell, sequential(t), number(v, 3));
+        l.ml + c * o.cell, y, o.cell, o.cell, sequential(t), cell_title(o, l, r, c, v));
     if (o.show_values) {
       out += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"cv\" text-anchor=\"middle\" "
@@ -113,8 +118,9 @@ std::string marks_svg(const Layout& l) {
     const double x = l.ml + m.col * o.cell, y = l.mt + m.row * o.cell;
     out += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
-        "stroke=\"{}\" stroke-width=\"{}\"/>",
-        x + 1, y + 1, o.cell - 2.0, o.cell - 2.0, m.color, o.cell < 20 ? 1.3 : 1.8);
+        "stroke=\"{}\" stroke-width=\"{}\"{}/>",
+        x + 1, y + 1, o.cell - 2.0, o.cell - 2.0, m.color, o.cell < 20 ? 1.3 : 1.8,
+        m.dashed ? " stroke-dasharray=\"4 3\"" : "");
     if (!m.letter.empty()) {
       out += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.0f}\" font-weight=\"bold\" "

@@ -1,8 +1,9 @@
 #pragma once
-// Small inline-SVG charts for the HTML reports: line charts, heatmaps with numbers and marks,
-// and horizontal bar charts. Each function returns one self-contained <svg> element (no
-// scripts, no external resources) sized in CSS pixels. Text is XML-escaped here; callers pass
-// plain strings.
+// Small inline-SVG charts for the HTML reports (the drawing primitives, apart from the report
+// sections in train/report/ that use them): line charts, heatmaps with numbers and marks,
+// horizontal bar charts and strip charts. Each function returns one self-contained <svg>
+// element (no scripts, no external resources) sized in CSS pixels. Text is XML-escaped here;
+// callers pass plain strings.
 
 #include <optional>
 #include <span>
@@ -54,6 +55,7 @@ struct CellMark {
   int row = 0, col = 0;
   std::string color;
   std::string letter;
+  bool dashed = false;
 };
 
 struct HeatmapOptions {
@@ -72,6 +74,8 @@ struct HeatmapOptions {
   // Row labels' colours (empty = default).
   std::vector<std::string> row_label_colors;
   std::vector<std::string> col_label_colors;
+  // Optional tooltip of each cell ([rows * cols], row-major); empty: the cell's value.
+  std::vector<std::string> cell_titles;
 };
 
 // values is [rows * cols], row-major. Colour by (v - vmin) / (vmax - vmin).
@@ -97,6 +101,33 @@ struct BarChartOptions {
 
 // Horizontal bars, one per entry, labelled on the left with the value written at the end.
 std::string bar_chart(std::span<const Bar> bars, const BarChartOptions& options);
+
+// A point of a strip chart: its value, its tooltip and, optionally, the page it links to.
+struct StripPoint {
+  double value = 0.0;  // NaN: not drawn
+  std::string title;
+  std::string href;  // "" = no link
+};
+
+// One category of a strip chart (a sweep setting) and its points (its seeds).
+struct StripGroup {
+  std::string label;
+  std::string color;  // "" = palette(index)
+  std::vector<StripPoint> points;
+};
+
+struct StripChartOptions {
+  std::string title, x_label, y_label;
+  int width = 420, height = 280;
+  std::optional<double> y_min, y_max;
+  std::optional<double> reference_y;  // a dashed horizontal line (e.g. 0.95)
+  int digits = 2;                     // of the means written beside their ticks
+};
+
+// Categories along x, each point a dot (inside <a href> when it has a link) set apart sideways
+// so that equal values stay visible; each category's mean a black tick with its value, and the
+// spread (mean +- one sample standard deviation) a line through it.
+std::string strip_chart(std::span<const StripGroup> groups, const StripChartOptions& options);
 
 // Tick positions for [lo, hi]: about `count` round numbers (1, 2, 5 x 10^k) inside it.
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);

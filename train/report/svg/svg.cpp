@@ -1,4 +1,4 @@
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 #include <algorithm>
 #include <array>

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 namespace headlab::svg {
 namespace {
