@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/gradcheck.h"
-#include "autograd/op_checks.h"
+#include "autograd/checks/op_checks.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
