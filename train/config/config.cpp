@@ -237,19 +237,25 @@ void resolve_option_tables(const Collected& collected, const std::vector<Overrid
   }
 }
 
-// The slots' layer names must be registered layers.
+// The slots' layer names must be registered layers of the slot's kind.
 void check_layer_names(const Config& config) {
   for (const auto& spec : option_tables()) {
     const KeySpec* key = find_key(spec.layer_key);
     const std::string name = std::get<std::string>(key->get(config));
-    if (has_layer(name)) continue;
-    const std::vector<std::string> known = registered_layers();
+    const std::string where = config.where(spec.layer_key);
+    if (has_layer(name)) {
+      check_layer_kind(name, spec.kind, spec.slot,
+                       fmt::format("{}: {} = \"{}\"", where, spec.layer_key, name));
+      continue;
+    }
+    const std::vector<std::string> known = registered_layers(spec.kind);
     const std::string hint = closest_match(name, known);
     std::string list;
     for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-    fail("{}: {} = \"{}\" is not a registered layer{}: expected one of {}",
-         config.where(spec.layer_key), spec.layer_key, name,
-         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list);
+    fail("{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}",
+         where, spec.layer_key, name,
+         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
+         layer_kind_name(spec.kind), list);
   }
 }
 

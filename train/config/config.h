@@ -38,15 +38,17 @@ struct ModelConfig {
   double attn_dropout = 0.0;
   std::string init = "default";  // Linear layers: "default" (PyTorch's) | "xavier_uniform"
   // Layer registry names of the three slots of every encoder layer (the norm slot also fills
-  // the final norm), and each slot's own options ([model.norm_options] eps = 1e-6, ...), by
-  // name, empty when absent. Their keys are checked by the layer's factory when the model is
-  // built.
+  // the final norm) and of the positions slot, and each slot's own options ([model.norm_options]
+  // eps = 1e-6, ...), by name, empty when absent. Their keys are checked by the layer's factory
+  // when the model is built.
   std::string attention_layer = "multi_head_attention";
   std::string ffn_layer = "feed_forward";
   std::string norm_layer = "layer_norm";
+  std::string positions_layer = "positional_encoding";
   OptionMap attention_options;
   OptionMap ffn_options;
   OptionMap norm_options;
+  OptionMap positions_options;
 };
 
 struct OptimConfig {

@@ -130,6 +130,11 @@ std::vector<KeySpec> build_keys() {
                   .shapes()
                   .doc("Registry name of the norms (also the final norm); options in "
                        "`[model.norm_options]`."));
+  k.push_back(key_of("model.positions_layer", &C::model, &M::positions_layer)
+                  .shapes()
+                  .doc("Registry name of the layer that adds positions to the embeddings "
+                       "(it inherits `model.positions` as `kind`); options in "
+                       "`[model.positions_options]`."));
 
   using T = TaskConfig;
   // Any name here; the task registry (train/tasks/registry.h) decides, and the task reads the
