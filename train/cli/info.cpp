@@ -7,6 +7,7 @@
 
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
+#include "core/version.h"
 #include "train/cli/commands.h"
 
 namespace headlab::cli {

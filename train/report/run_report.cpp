@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/version.h"
 #include "train/io/files.h"
 #include "train/report/report.h"
 #include "train/report/parts.h"

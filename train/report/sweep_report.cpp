@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/version.h"
 #include "train/report/report.h"
 #include "train/report/svg.h"
 
