@@ -21,7 +21,8 @@
 # was built from; the price is that the top-level names core/, autograd/, layers/, optim/ and
 # train/ are taken in a consumer's include path: docs/extending.md says so).
 #
-# The build tree is a package too (headlab_DIR=<build dir>; examples/custom_layer uses it).
+# The build tree is a package too (headlab_DIR=<build dir>; examples/custom_layer uses it), where
+# <headlab/...> works as well (<build>/include/headlab links to the source tree).
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -59,8 +60,12 @@ set_target_properties(headlab_shared PROPERTIES
   SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
   INSTALL_RPATH "${HEADLAB_OPENBLAS_DIR}")
 target_compile_features(headlab_shared PUBLIC cxx_std_20)
+# In the build tree, <headlab/...> resolves through include/headlab, a link to the source tree.
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/include)
+file(CREATE_LINK ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/include/headlab SYMBOLIC)
 target_include_directories(headlab_shared PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/headlab>)
 target_link_libraries(headlab_shared PUBLIC ${headlab_public_libs} PRIVATE ${headlab_private_libs})

@@ -31,21 +31,13 @@ using Registry = std::map<std::string, Entry, std::less<>>;
 
 int64_t no_parameters(LayerOptions&) { return 0; }
 
-// The counters of the layers whose files keep only their factory; they read the same keys as
-// make_linear_layer and make_multi_head_attention_layer (tests/layers/test_parameter_count.cpp
-// compares every built-in counter with the built layer).
+// The counter of Linear, whose file keeps only its factory; it reads the same keys as
+// make_linear_layer (tests/layers/test_parameter_count.cpp compares every built-in counter with
+// the built layer).
 int64_t count_linear_parameters(LayerOptions& o) {
   const int64_t d_model = o.get_int("d_model", 0);
   const int64_t in = o.get_int("in_features", d_model), out = o.get_int("out_features", d_model);
   return in * out + (o.get_bool("bias", true) ? out : 0);
-}
-
-int64_t count_multi_head_attention_parameters(LayerOptions& o) {
-  const int64_t d = o.require_int("d_model"), heads = o.get_int("heads", 1);
-  const int64_t head_dim = o.get_int("head_dim", 0);
-  const int64_t inner = head_dim > 0 ? heads * head_dim : d;  // heads divide d_model otherwise
-  const bool bias = o.get_bool("bias", true);
-  return 4 * d * inner + (bias ? 3 * inner + d : 0);  // W_q, W_k, W_v [inner, d]; W_o [d, inner]
 }
 
 // Built-ins are registered here, when the registry is first used, rather than by static

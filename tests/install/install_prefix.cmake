@@ -9,7 +9,8 @@ require_vars(BUILD_DIR SOURCE_DIR PREFIX)
 file(REMOVE_RECURSE ${PREFIX})
 run(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
 
-foreach(path bin/headlab include/headlab/layers/module.h include/headlab/core/version.h)
+foreach(path bin/headlab include/headlab/layers/module.h include/headlab/core/version.h
+    include/headlab/train/plugins/plugin.h include/headlab/train/plugins/loader.h)
   if(NOT EXISTS ${PREFIX}/${path})
     message(FATAL_ERROR "not installed: ${PREFIX}/${path}")
   endif()

@@ -12,10 +12,13 @@
 #include "layers/registry.h"
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
+#include "train/plugins/loader.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
+
+namespace fs = std::filesystem;
 
 // One key's value as found in the file or an override, before conversion.
 struct Entry {
@@ -259,6 +262,24 @@ void check_layer_names(const Config& config) {
   }
 }
 
+// Loads runtime.plugins, each made absolute from the config file's folder (or the current
+// directory, for a --set), so that their layers and tasks are registered before the slots and
+// the task are checked; the config keeps the absolute paths.
+void load_plugins(Config& config) {
+  const std::string where = config.where("runtime.plugins");
+  const fs::path base =
+      where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
+  for (size_t i = 0; i < config.runtime.plugins.size(); ++i) {
+    std::string& plugin = config.runtime.plugins[i];
+    plugin = absolute_plugin_path(base / plugin).string();
+    try {
+      load_plugin(plugin);
+    } catch (const Error& e) {
+      fail("{}: runtime.plugins[{}]: {}", where, i, e.what());
+    }
+  }
+}
+
 // The task's options from the file and the overrides, read by the task itself: an unknown name
 // or key, a wrong type or value is an error naming the task.* key. The config keeps what the
 // task read, defaults filled.
@@ -300,12 +321,16 @@ Config resolve(toml::table& root, std::string_view source,
     std::erase_if(entries, [&](const Entry& x) { return x.spec == spec; });
     entries.push_back({spec, o.holder.get("value"), o.where});
   }
+  // runtime.plugins first: task.name's choices include the tasks the plugins register.
+  std::stable_partition(entries.begin(), entries.end(),
+                        [](const Entry& e) { return e.spec->key == "runtime.plugins"; });
   for (const Entry& e : entries) {
     const KeySpec spec = checked_spec(*e.spec);
     const ConfigValue value = convert(spec, *e.node, e.where);
     check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
+    if (e.spec->key == "runtime.plugins") load_plugins(config);
   }
   resolve_option_tables(collected, overrides, config);
   for (const auto& spec : config_keys())

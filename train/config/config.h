@@ -86,6 +86,10 @@ struct RuntimeConfig {
   std::string backend = "auto";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
+  // Plugins (train/plugins/plugin.h) loaded before the slots and the task are checked. Given
+  // relative to the config file's folder (to the current directory in a --set); a loaded config
+  // holds them absolute.
+  std::vector<std::string> plugins;
 };
 
 struct Config {
@@ -106,9 +110,9 @@ struct Config {
 };
 
 // Reads `file`, applies each "--set" override ("a.b=value", value in TOML syntax, later ones
-// win), fills defaults and validates (see validate_config). Throws headlab::Error: unreadable
-// file, TOML syntax error (with file:line:col), unknown key (with a did-you-mean), wrong type,
-// value out of range, NaN/Inf, failed cross-field check.
+// win), loads runtime.plugins, fills defaults and validates (see validate_config). Throws
+// headlab::Error: unreadable file, TOML syntax error (with file:line:col), unknown key (with a
+// did-you-mean), wrong type, value out of range, NaN/Inf, failed cross-field check.
 Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides = {});
 // The same for TOML text; `source_name` stands in for the file name in messages.
 Config parse_config(std::string_view toml_text, std::string_view source_name,

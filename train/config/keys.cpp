@@ -226,6 +226,10 @@ std::vector<KeySpec> build_keys() {
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+  k.push_back(key_of("runtime.plugins", &C::runtime, &U::plugins)
+                  .length(0, 64)
+                  .doc("Plugins (shared libraries) to load before the model and task are "
+                       "built, relative to the config file's folder; see docs/extending.md."));
 
   std::vector<KeySpec> out;
   for (auto& key : k) out.push_back(std::move(key.s));

@@ -337,9 +337,11 @@ RunFiles load_run_files(const fs::path& run_dir) {
 std::string render_run_report(const RunFiles& f) {
   const Heads h = parse_heads(f.heads);
   const Curves c = read_curves(f.metrics, h.relations);
+  const std::string task = h.task.empty() ? "task" : svg::escape(h.task) + " task";
   std::string body = "<header class=\"top\"><h1>headlab run: " + svg::escape(f.name) + "</h1>" +
                      "<p>Do the attention heads specialize? One relation per head, measured "
-                     "against the gold partners of the dependency task.</p></header>\n";
+                     "against the gold partners of the " +
+                     task + "'s relations.</p></header>\n";
   body += summary_section(f, h, c);
   body += curves_section(h, c);
   body += specialization_section(h);
