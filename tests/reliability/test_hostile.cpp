@@ -132,7 +132,8 @@ TEST_CASE("train: hostile command lines") {
                                         {"file", file.string()},
                                         {"dir", dir.string()},
                                         {"missing", missing.string()},
-                                        {"tiny", "configs/tiny.toml"}});
+                                        {"tiny", "configs/tiny.toml"},
+                                        {"plugins", HEADLAB_TEST_PLUGIN_DIR}});
     const auto before = snapshot(tmp.path());
     const RunResult r = run_cli(args, timeout(kTimeout));
     const std::string problem = check_rejected(r, f[0]);

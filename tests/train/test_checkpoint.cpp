@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/version.h"
 #include "layers/module.h"
 #include "train/run/checkpoint.h"
 #include "train/io/files.h"

@@ -71,6 +71,7 @@ struct AttentionExamples {
 };
 
 struct AnalysisResult {
+  std::string task;  // Task::name()
   std::vector<std::string> relations;
   int layers = 0, heads = 0;
   std::vector<HeadAnalysis> per_head;  // layer-major: index l * heads + h

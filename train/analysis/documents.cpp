@@ -64,7 +64,8 @@ json analysis_to_json(const AnalysisResult& res) {
     groups[res.relations[r]] = g;
     drops[res.relations[r]] = by_relation(res, res.group_drops[r]);
   }
-  return {{"relations", res.relations},
+  return {{"task", res.task},
+          {"relations", res.relations},
           {"layers", layers},
           {"specialization", specialization_json(res)},
           {"eval_accuracy", res.eval.accuracy},

@@ -86,6 +86,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       exit_code = kOk;
       return;
     }
+    load_run_plugins(dir);  // the run's plugins, from run.json
     Trainer trainer(load_config(config_file), dir);
     trainer.resume();
     AnalysisOptions options;

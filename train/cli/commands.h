@@ -3,6 +3,10 @@
 // returns the process exit code through `exit_code`. Errors are thrown (headlab::Error for a
 // user's mistake) and turned into one line and an exit code by main().
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace headlab {
@@ -23,5 +27,16 @@ void add_train_command(CLI::App& app, int& exit_code);    // train.cpp
 void add_eval_command(CLI::App& app, int& exit_code);     // eval.cpp
 // The head analysis at the end of `headlab train` (heads.json, attention.npy, report.html).
 void analyze_after_train(Trainer& trainer);
+
+// Plugins (plugins.cpp). --plugin PATH, repeatable, into `plugins`.
+void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins);
+// Loads each --plugin; an error names the flag and the plugin.
+void load_plugin_flags(const std::vector<std::string>& plugins);
+// Loads the plugins <run_dir>/run.json records, each checked against its sha256 (none: no-op).
+void load_run_plugins(const std::filesystem::path& run_dir);
+// Adds every loaded plugin to <run_dir>/run.json (created when absent; other fields kept).
+void record_run_plugins(const std::filesystem::path& run_dir);
+// "plugins: none", or each loaded plugin with its sha256 and what it registered.
+std::string plugins_text();
 
 }  // namespace headlab::cli

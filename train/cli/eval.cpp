@@ -1,6 +1,6 @@
-// `headlab eval RUN_DIR`: loads the run's latest checkpoint with the config saved beside it and
-// prints accuracy and loss on the evaluation sentences (train.eval_seed; change it, or the
-// number and size of batches, with --set).
+// `headlab eval RUN_DIR`: loads the run's plugins (run.json) and its latest checkpoint with the
+// config saved beside it and prints accuracy and loss on the evaluation sentences
+// (train.eval_seed; change it, or the number and size of batches, with --set).
 
 #include <cstdio>
 #include <filesystem>
@@ -36,6 +36,7 @@ int run_eval(const EvalArgs& a) {
   if (!latest)
     fail("eval: no checkpoint in '{}' ('{}' does not exist)", a.run_dir,
          (dir / "checkpoints" / "latest").string());
+  load_run_plugins(dir);  // the run's plugins, from run.json
   // The config the checkpoint was trained with; --set may change evaluation keys, and resume()
   // refuses changes of shape.
   const fs::path config_file = *latest / "config.resolved.toml";

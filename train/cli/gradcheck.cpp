@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/gradcheck.h"
-#include "autograd/op_checks.h"
+#include "autograd/checks/op_checks.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
@@ -81,6 +81,7 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   static uint64_t seed = 1;
   static int threads = 1;
   static std::string only;
+  static std::vector<std::string> plugins;
   cmd->add_option("--backend", backend, "reference | blas | onednn | auto | all")
       ->capture_default_str();
   cmd->add_flag("--json", json, "One JSON object per line and check");
@@ -88,7 +89,9 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
       ->capture_default_str();
   cmd->add_option("--only", only, "Run only the cases with this name (e.g. softmax)");
+  add_plugin_option(cmd, plugins);  // their layers get the registry's generic case
   cmd->callback([&exit_code] {
+    load_plugin_flags(plugins);
     set_num_threads(threads);
     std::vector<Backend> backends;
     if (backend == "all")

@@ -1,13 +1,18 @@
-// `headlab info`: versions, ISA, threads and the selected backend.
+// `headlab info`: versions, ISA, threads, the selected backend, the loaded plugins with what each
+// registered, and every registered layer (by kind) and task.
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
+#include "core/version.h"
+#include "layers/registry.h"
 #include "train/cli/commands.h"
+#include "train/tasks/registry.h"
 
 namespace headlab::cli {
 namespace {
@@ -15,7 +20,22 @@ namespace {
 struct InfoOptions {
   int threads = 0;
   std::string backend = "auto";
+  std::vector<std::string> plugins;
 };
+
+// The registered layers by kind and the tasks, built-in and from plugins.
+std::string registry_text() {
+  std::string out = "layers:\n";
+  for (LayerKind kind : {LayerKind::attention, LayerKind::feed_forward, LayerKind::norm,
+                         LayerKind::positions, LayerKind::other}) {
+    std::string names;
+    for (const std::string& n : registered_layers(kind)) names += (names.empty() ? "" : ", ") + n;
+    out += fmt::format("  {}: {}\n", layer_kind_name(kind), names);
+  }
+  std::string tasks;
+  for (const std::string& n : registered_tasks()) tasks += (tasks.empty() ? "" : ", ") + n;
+  return out + fmt::format("tasks: {}\n", tasks);
+}
 
 void print_info(const InfoOptions& o) {
   set_num_threads(o.threads);
@@ -31,6 +51,7 @@ void print_info(const InfoOptions& o) {
              blas.num_threads, hardware_threads());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
+  fmt::print("{}{}", plugins_text(), registry_text());
 }
 
 }  // namespace
@@ -41,7 +62,9 @@ void add_info_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", opts->threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--backend", opts->backend, "reference | blas | onednn | auto");
+  add_plugin_option(cmd, opts->plugins);
   cmd->callback([opts, &exit_code] {
+    load_plugin_flags(opts->plugins);
     print_info(*opts);
     exit_code = kOk;
   });

@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
+#include "core/version.h"
 #include "train/cli/commands.h"
 #include "train/run/trainer.h"
 

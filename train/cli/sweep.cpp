@@ -1,6 +1,7 @@
-// `headlab sweep CONFIG --over KEY=V1,V2,.. [--seeds N] [--set k=v].. [--out DIR] [--jobs N]`:
-// a grid of training runs. Every run re-invokes this binary as `headlab train CONFIG --set ..
-// --out DIR/<run> --no-progress` (its output goes to DIR/<run>/train.log), so runs are isolated
+// `headlab sweep CONFIG --over KEY=V1,V2,.. [--seeds N] [--set k=v].. [--plugin P].. [--out DIR]
+// [--jobs N]`: a grid of training runs. Every run re-invokes this binary as `headlab train CONFIG
+// --set .. --plugin .. --out DIR/<run> --no-progress` (its output goes to DIR/<run>/train.log),
+// so runs are isolated
 // processes and --jobs N runs N at once. Every run's config is validated before the first
 // starts. Writes DIR/sweep.json, DIR/sweep.csv and DIR/report.html.
 
@@ -22,6 +23,7 @@
 
 #include "core/error.h"
 #include "train/cli/commands.h"
+#include "train/plugins/loader.h"
 #include "train/sweep/sweep.h"
 
 extern char** environ;
@@ -38,11 +40,17 @@ std::string self_path() {
   return p.string();
 }
 
-// Starts `headlab train` for one run with stdout and stderr going to <dir>/train.log.
+// Starts `headlab train` for one run with stdout and stderr going to <dir>/train.log. Every
+// plugin the sweep loaded (--plugin; the config's own runtime.plugins reach the run through
+// the config) is passed on by its absolute path.
 pid_t start_run(const std::string& exe, const SweepSpec& spec, const SweepRun& run) {
   fs::create_directories(run.dir);
   std::vector<std::string> args = {exe,     "train",          spec.config.string(),
                                    "--out", run.dir.string(), "--no-progress"};
+  for (const LoadedPlugin& p : loaded_plugins()) {
+    args.push_back("--plugin");
+    args.push_back(p.path.string());
+  }
   for (const std::string& o : run.overrides) {
     args.push_back("--set");
     args.push_back(o);
@@ -71,7 +79,7 @@ std::string values_text(const SweepRun& r) {
 
 struct SweepArgs {
   std::string config;
-  std::vector<std::string> over, sets;
+  std::vector<std::string> over, sets, plugins;
   int64_t seeds = 1;
   std::string out;
   int64_t jobs = 1;
@@ -149,6 +157,7 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
 int run_sweep(const SweepArgs& a) {
   if (a.jobs < 1) fail("sweep: --jobs is {} but must be >= 1", a.jobs);
   if (!fs::exists(a.config)) fail("sweep: config file '{}' does not exist", a.config);
+  load_plugin_flags(a.plugins);
   SweepSpec spec;
   spec.config = a.config;
   for (const std::string& o : a.over) spec.over.push_back(parse_over(o));
@@ -189,6 +198,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--set", a.sets, "Override for every run, KEY=VALUE in TOML syntax")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_plugin_option(cmd, a.plugins);
   cmd->add_option("--out", a.out, "Sweep directory (default runs/sweep-<config name>)");
   cmd->add_option("--jobs", a.jobs, "Runs trained at the same time")->capture_default_str();
   cmd->add_flag("--no-progress", a.no_progress, "Only one line per finished run");

@@ -1,5 +1,6 @@
-// `headlab train CONFIG`: load and validate the config, prepare the run directory, train with
-// progress on stderr, run the head analysis, print the summary on stdout.
+// `headlab train CONFIG`: load the plugins and the config and validate it, prepare the run
+// directory (run.json records the plugins), train with progress on stderr, run the head
+// analysis, print the summary on stdout.
 //
 // Every user mistake (bad option, unreadable or invalid config, a run directory that already
 // holds a run, a checkpoint that does not fit) is found before the first step and before
@@ -52,6 +53,7 @@ void install_sigint_handler() {
 struct TrainArgs {
   std::string config;
   std::vector<std::string> sets;
+  std::vector<std::string> plugins;
   std::string out;
   bool resume = false;
   bool no_progress = false;
@@ -81,12 +83,16 @@ void print_summary(const TrainResult& r, const Config& c) {
 }
 
 int run_train(const TrainArgs& a) {
-  Config config = load_config(a.config, a.sets);
   const fs::path out =
       a.out.empty() ? fs::path("runs") / fs::path(a.config).stem() : fs::path(a.out);
+  // Plugins first: the config may name their layers and tasks.
+  load_plugin_flags(a.plugins);
+  if (a.resume) load_run_plugins(out);
+  Config config = load_config(a.config, a.sets);
   check_run_dir(out, a.resume);
   Trainer trainer(std::move(config), out);
   if (a.resume) trainer.resume();
+  record_run_plugins(out);
 
   // Training starts: from here on stderr carries progress.
   use_stderr_logger();
@@ -121,6 +127,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->type_name("KEY=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_plugin_option(cmd, args.plugins);
   cmd->add_option("--out", args.out,
                   "Run directory (default: runs/<config file name without .toml>)")
       ->type_name("DIR");

@@ -12,10 +12,13 @@
 #include "layers/registry.h"
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
+#include "train/plugins/loader.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
+
+namespace fs = std::filesystem;
 
 // One key's value as found in the file or an override, before conversion.
 struct Entry {
@@ -237,19 +240,43 @@ void resolve_option_tables(const Collected& collected, const std::vector<Overrid
   }
 }
 
-// The slots' layer names must be registered layers.
+// The slots' layer names must be registered layers of the slot's kind.
 void check_layer_names(const Config& config) {
   for (const auto& spec : option_tables()) {
     const KeySpec* key = find_key(spec.layer_key);
     const std::string name = std::get<std::string>(key->get(config));
-    if (has_layer(name)) continue;
-    const std::vector<std::string> known = registered_layers();
+    const std::string where = config.where(spec.layer_key);
+    if (has_layer(name)) {
+      check_layer_kind(name, spec.kind, spec.slot,
+                       fmt::format("{}: {} = \"{}\"", where, spec.layer_key, name));
+      continue;
+    }
+    const std::vector<std::string> known = registered_layers(spec.kind);
     const std::string hint = closest_match(name, known);
     std::string list;
     for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-    fail("{}: {} = \"{}\" is not a registered layer{}: expected one of {}",
-         config.where(spec.layer_key), spec.layer_key, name,
-         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list);
+    fail("{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}",
+         where, spec.layer_key, name,
+         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
+         layer_kind_name(spec.kind), list);
+  }
+}
+
+// Loads runtime.plugins, each made absolute from the config file's folder (or the current
+// directory, for a --set), so that their layers and tasks are registered before the slots and
+// the task are checked; the config keeps the absolute paths.
+void load_plugins(Config& config) {
+  const std::string where = config.where("runtime.plugins");
+  const fs::path base =
+      where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
+  for (size_t i = 0; i < config.runtime.plugins.size(); ++i) {
+    std::string& plugin = config.runtime.plugins[i];
+    plugin = absolute_plugin_path(base / plugin).string();
+    try {
+      load_plugin(plugin);
+    } catch (const Error& e) {
+      fail("{}: runtime.plugins[{}]: {}", where, i, e.what());
+    }
   }
 }
 
@@ -294,12 +321,16 @@ Config resolve(toml::table& root, std::string_view source,
     std::erase_if(entries, [&](const Entry& x) { return x.spec == spec; });
     entries.push_back({spec, o.holder.get("value"), o.where});
   }
+  // runtime.plugins first: task.name's choices include the tasks the plugins register.
+  std::stable_partition(entries.begin(), entries.end(),
+                        [](const Entry& e) { return e.spec->key == "runtime.plugins"; });
   for (const Entry& e : entries) {
     const KeySpec spec = checked_spec(*e.spec);
     const ConfigValue value = convert(spec, *e.node, e.where);
     check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
+    if (e.spec->key == "runtime.plugins") load_plugins(config);
   }
   resolve_option_tables(collected, overrides, config);
   for (const auto& spec : config_keys())

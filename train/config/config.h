@@ -38,15 +38,17 @@ struct ModelConfig {
   double attn_dropout = 0.0;
   std::string init = "default";  // Linear layers: "default" (PyTorch's) | "xavier_uniform"
   // Layer registry names of the three slots of every encoder layer (the norm slot also fills
-  // the final norm), and each slot's own options ([model.norm_options] eps = 1e-6, ...), by
-  // name, empty when absent. Their keys are checked by the layer's factory when the model is
-  // built.
+  // the final norm) and of the positions slot, and each slot's own options ([model.norm_options]
+  // eps = 1e-6, ...), by name, empty when absent. Their keys are checked by the layer's factory
+  // when the model is built.
   std::string attention_layer = "multi_head_attention";
   std::string ffn_layer = "feed_forward";
   std::string norm_layer = "layer_norm";
+  std::string positions_layer = "positional_encoding";
   OptionMap attention_options;
   OptionMap ffn_options;
   OptionMap norm_options;
+  OptionMap positions_options;
 };
 
 struct OptimConfig {
@@ -84,6 +86,10 @@ struct RuntimeConfig {
   std::string backend = "auto";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
+  // Plugins (train/plugins/plugin.h) loaded before the slots and the task are checked. Given
+  // relative to the config file's folder (to the current directory in a --set); a loaded config
+  // holds them absolute.
+  std::vector<std::string> plugins;
 };
 
 struct Config {
@@ -104,9 +110,9 @@ struct Config {
 };
 
 // Reads `file`, applies each "--set" override ("a.b=value", value in TOML syntax, later ones
-// win), fills defaults and validates (see validate_config). Throws headlab::Error: unreadable
-// file, TOML syntax error (with file:line:col), unknown key (with a did-you-mean), wrong type,
-// value out of range, NaN/Inf, failed cross-field check.
+// win), loads runtime.plugins, fills defaults and validates (see validate_config). Throws
+// headlab::Error: unreadable file, TOML syntax error (with file:line:col), unknown key (with a
+// did-you-mean), wrong type, value out of range, NaN/Inf, failed cross-field check.
 Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides = {});
 // The same for TOML text; `source_name` stands in for the file name in messages.
 Config parse_config(std::string_view toml_text, std::string_view source_name,

@@ -131,6 +131,11 @@ void model_keys(std::vector<Key>& k) {
                   .shapes()
                   .doc("Registry name of the norms (also the final norm); options in "
                        "`[model.norm_options]`."));
+  k.push_back(key_of("model.positions_layer", &C::model, &M::positions_layer)
+                  .shapes()
+                  .doc("Registry name of the layer that adds positions to the embeddings "
+                       "(it inherits `model.positions` as `kind`); options in "
+                       "`[model.positions_options]`."));
 }
 
 void task_keys(std::vector<Key>& k) {
@@ -232,6 +237,10 @@ void runtime_keys(std::vector<Key>& k) {
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+  k.push_back(key_of("runtime.plugins", &C::runtime, &U::plugins)
+                  .length(0, 64)
+                  .doc("Plugins (shared libraries) to load before the model and task are "
+                       "built, relative to the config file's folder; see docs/extending.md."));
 }
 
 std::vector<KeySpec> build_keys() {

@@ -42,9 +42,14 @@ const std::vector<std::string>& config_tables() {
 
 const std::vector<OptionTableSpec>& option_tables() {
   static const std::vector<OptionTableSpec> tables = {
-      {"model.attention_options", "model.attention_layer", &ModelConfig::attention_options},
-      {"model.ffn_options", "model.ffn_layer", &ModelConfig::ffn_options},
-      {"model.norm_options", "model.norm_layer", &ModelConfig::norm_options},
+      {"model.attention_options", "model.attention_layer", &ModelConfig::attention_options,
+       LayerKind::attention, "attention"},
+      {"model.ffn_options", "model.ffn_layer", &ModelConfig::ffn_options, LayerKind::feed_forward,
+       "ffn"},
+      {"model.norm_options", "model.norm_layer", &ModelConfig::norm_options, LayerKind::norm,
+       "norm"},
+      {"model.positions_options", "model.positions_layer", &ModelConfig::positions_options,
+       LayerKind::positions, "positions"},
   };
   return tables;
 }

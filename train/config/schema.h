@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "layers/option_spec.h"
+#include "layers/registry.h"
 #include "train/config/config.h"
 
 namespace headlab {
@@ -35,12 +36,15 @@ const KeySpec* find_key(std::string_view dotted);
 const std::vector<std::string>& config_tables();
 
 // The layer slots' own option tables inside [model] ("model.norm_options"), their member of
-// ModelConfig and the key naming the slot's layer ("model.norm_layer"). Their contents are
-// free-form: the slot's layer factory reads and checks them when the model is built.
+// ModelConfig, the key naming the slot's layer ("model.norm_layer"), the kind of layer the slot
+// takes and the slot's name in messages ("norm"). The tables' contents are free-form: the
+// slot's layer factory reads and checks them when the model is built.
 struct OptionTableSpec {
   std::string key;
   std::string layer_key;
   OptionMap ModelConfig::*member;
+  LayerKind kind;
+  std::string slot;
 };
 const std::vector<OptionTableSpec>& option_tables();
 

@@ -78,6 +78,7 @@ svg::Series series(std::string name, std::string color, std::vector<double> x,
 Heads parse_heads(const json& doc) {
   Heads h;
   if (!doc.is_object()) return h;
+  h.task = doc.value("task", std::string());
   h.relations = doc.value("relations", std::vector<std::string>{});
   for (size_t r = 0; r < h.relations.size(); ++r)
     h.colors.push_back(relation_color(static_cast<int>(r)));

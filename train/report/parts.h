@@ -65,6 +65,7 @@ svg::Series series(std::string name, std::string color, std::vector<double> x,
 
 // What heads.json says, flattened for drawing.
 struct Heads {
+  std::string task;  // "" in a heads.json of headlab 0.1
   std::vector<std::string> relations;
   std::vector<std::string> colors;  // relation_color of each relation
   int layers = 0, heads = 0;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/version.h"
 #include "train/io/files.h"
 #include "train/report/sections.h"
 
@@ -45,9 +46,10 @@ std::string header(const RunFiles& f, const Heads& h) {
   size_t claimed = 0;
   for (char c : h.claimed) claimed += c ? 1 : 0;
   const bool all = !h.relations.empty() && claimed == h.relations.size();
+  const std::string task = h.task.empty() ? "task" : svg::escape(h.task) + " task";
   return "<header class=\"top\"><h1>headlab run: " + svg::escape(f.name) + "</h1>" +
          "<p>Do the attention heads specialize? One relation per head, measured against the gold "
-         "partners of the task.</p>" +
+         "partners of the " + task + "'s relations.</p>" +
          (verdict.empty() ? ""
                           : fmt::format("<p class=\"verdict{}\" id=\"verdict\">{}</p>",
                                         all ? " good" : "", svg::escape(verdict))) +

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/version.h"
 #include "train/report/sections.h"
 
 namespace headlab::report_parts {

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "core/version.h"
 #include "train/io/files.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "autograd/op_checks_util.h"
+#include "autograd/checks/op_checks_util.h"
 #include "autograd/ops.h"
 
 namespace headlab::op_checks {

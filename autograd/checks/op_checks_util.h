@@ -1,7 +1,8 @@
 #pragma once
-// What the op gradcheck cases (op_checks.cpp, op_checks_nn.cpp) share: small random leaves, the
+// What the op gradcheck cases (op_checks.cpp, op_checks_nn.cpp, op_checks_math.cpp) share: small random leaves, the
 // check with its options, and the list the cases are added to (internal to autograd).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,26 @@ inline Var leaf_off_zero(Rng& rng, const Shape& shape, float margin) {
   float* x = v.value().data();
   for (int64_t i = 0; i < v.numel(); ++i) x[i] = std::copysign(margin + std::abs(x[i]), x[i]);
   return v;
+}
+
+// Entries in [lo, lo + 2 * spread): for ops defined on positive inputs (log, sqrt, pow with a
+// non-integer exponent) and for denominators kept away from 0.
+inline Var leaf_positive(Rng& rng, const Shape& shape, float lo, float spread = 1.0f) {
+  Tensor t = Tensor::empty(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = lo + 2.0f * spread * rng.uniform();
+  return Var(t, true);
+}
+
+// Entries that are distinct multiples of 0.25 in random order (plus noise below 0.01), so a
+// maximum leads the runner-up by far more than gradcheck's step: no tie within eps.
+inline Var leaf_separated(Rng& rng, const Shape& shape) {
+  Tensor t = Tensor::empty(shape);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) t[i] = 0.25f * static_cast<float>(i - n / 2);
+  for (int64_t i = n - 1; i > 0; --i)  // Fisher-Yates
+    std::swap(t[i], t[static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
+  for (int64_t i = 0; i < n; ++i) t[i] += 0.01f * rng.uniform();
+  return Var(t, true);
 }
 
 inline std::vector<int32_t> random_ids(Rng& rng, int64_t n, int64_t below) {
@@ -72,7 +93,7 @@ class Cases {
   std::vector<GradcheckCase> cases_;
 };
 
-// The families, in registration order (op_checks.cpp, then op_checks_nn.cpp).
+// The families, in registration order (op_checks.cpp, op_checks_nn.cpp, op_checks_math.cpp).
 void linear_algebra(Cases& c);
 void binary(Cases& c);
 void unary(Cases& c);
@@ -84,5 +105,9 @@ void indexing(Cases& c);
 void linears(Cases& c);
 void add_layer_norm_cases(Cases& c);
 void attention(Cases& c);
+void math(Cases& c);         // op_checks_math.cpp
+void reductions(Cases& c);   // op_checks_math.cpp
+void joins(Cases& c);        // op_checks_math.cpp
+void selection(Cases& c);    // op_checks_math.cpp
 
 }  // namespace headlab::op_checks

@@ -1,6 +1,6 @@
-#include "autograd/op_checks.h"
+#include "autograd/checks/op_checks.h"
 
-#include "autograd/op_checks_util.h"
+#include "autograd/checks/op_checks_util.h"
 #include "autograd/ops.h"
 
 namespace headlab {
@@ -156,16 +156,20 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
   using namespace op_checks;
   Cases c;
   for (auto* family : {linear_algebra, binary, unary, shapes, softmaxes, cross_entropy_cases,
-                       layer_norm_cases, indexing, linears, add_layer_norm_cases, attention})
+                       layer_norm_cases, indexing, linears, add_layer_norm_cases, attention, math,
+                       reductions, joins, selection})
     family(c);
   return c.take();
 }
 
 std::vector<std::string> differentiable_op_names() {
-  return {"matmul",     "batched_matmul", "add",         "sub",      "mul",         "scale",
-          "relu",       "gelu",           "dropout",     "sum",      "mean",        "reshape",
-          "transpose",  "split_heads",    "merge_heads", "softmax",  "log_softmax", "cross_entropy",
-          "layer_norm", "embedding",      "masked_fill", "head_gate",   "linear",   "linear_cat",
+  return {"matmul",     "batched_matmul", "add",         "sub",         "mul",
+          "scale",      "relu",           "gelu",        "dropout",     "sigmoid",
+          "tanh",       "exp",            "log",         "sqrt",        "pow",
+          "div",        "sum",            "mean",        "max",         "reshape",
+          "transpose",  "concat",         "slice",       "split_heads", "merge_heads",
+          "softmax",    "log_softmax",    "cross_entropy", "layer_norm", "embedding",
+          "masked_fill", "where",         "head_gate",   "linear",      "linear_cat",
           "add_layer_norm", "self_attention"};
 }
 
