@@ -1,6 +1,7 @@
 #include "layers/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -100,9 +101,10 @@ void LayerOptions::type_error(std::string_view key, const OptionValue& v,
 
 int64_t LayerOptions::get_int(std::string_view key, int64_t fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const int64_t* n = v->get_if<int64_t>()) return *n;
-  type_error(key, *v, "an integer");
+  const int64_t* n = v ? v->get_if<int64_t>() : &fallback;
+  if (!n) type_error(key, *v, "an integer");
+  resolved_.set(std::string(key), OptionValue(*n));
+  return *n;
 }
 
 int64_t LayerOptions::require_int(std::string_view key) {
@@ -112,24 +114,41 @@ int64_t LayerOptions::require_int(std::string_view key) {
 
 float LayerOptions::get_float(std::string_view key, float fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const double* f = v->get_if<double>()) return static_cast<float>(*f);
-  if (const int64_t* n = v->get_if<int64_t>()) return static_cast<float>(*n);
-  type_error(key, *v, "a number");
+  double value = fallback;
+  if (v) {
+    if (const double* f = v->get_if<double>())
+      value = *f;
+    else if (const int64_t* n = v->get_if<int64_t>())
+      value = static_cast<double>(*n);
+    else
+      type_error(key, *v, "a number");
+  }
+  // The layer computes in fp32: a number that becomes 0, a denormal or infinity there would
+  // silently be another value (an eps of 1e-46 is 0).
+  const float f = static_cast<float>(value);
+  if (value != 0 && (f == 0 || std::fpclassify(f) == FP_SUBNORMAL || !std::isfinite(f)))
+    fail("layers: option '{}' of layer '{}' is {} which is {} in fp32{}", key, layer_, value,
+         std::isfinite(f) ? "0 or a denormal" : "infinite",
+         v && !v->where.empty() ? " (" + v->where + ")" : "");
+  resolved_.set(std::string(key), OptionValue(static_cast<double>(f)));
+  return f;
 }
 
 bool LayerOptions::get_bool(std::string_view key, bool fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const bool* b = v->get_if<bool>()) return *b;
-  type_error(key, *v, "a boolean");
+  const bool* b = v ? v->get_if<bool>() : &fallback;
+  if (!b) type_error(key, *v, "a boolean");
+  resolved_.set(std::string(key), OptionValue(*b));
+  return *b;
 }
 
 std::string LayerOptions::get_string(std::string_view key, std::string_view fallback) {
   const OptionValue* v = find(key);
-  if (!v) return std::string(fallback);
-  if (const std::string* s = v->get_if<std::string>()) return *s;
-  type_error(key, *v, "a string");
+  const std::string fallback_text(fallback);
+  const std::string* s = v ? v->get_if<std::string>() : &fallback_text;
+  if (!s) type_error(key, *v, "a string");
+  resolved_.set(std::string(key), OptionValue(*s));
+  return *s;
 }
 
 void LayerOptions::check_all_used() const {
@@ -176,6 +195,17 @@ std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap
   reader.check_all_used();
   if (!layer) fail("layers: the factory of layer '{}' returned null", name);
   return layer;
+}
+
+OptionMap resolved_layer_options(const LayerSpec& spec, const OptionMap& inherited) {
+  const LayerKind& kind = find_kind(spec.name);
+  Rng throwaway(0);
+  LayerOptions reader(spec.name, spec.options, inherited, throwaway);
+  kind.make(reader);
+  reader.check_all_used();
+  OptionMap out = reader.resolved();
+  out.sort();
+  return out;
 }
 
 int64_t layer_parameter_count(const LayerSpec& spec, const OptionMap& inherited) {

@@ -8,6 +8,7 @@
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 
 namespace headlab::cli {
 namespace {
@@ -38,8 +39,8 @@ void print_info(const InfoOptions& o) {
 void add_info_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("info", "Print library versions, CPU ISA, threads and backend");
   auto opts = std::make_shared<InfoOptions>();
-  cmd->add_option("--threads", opts->threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
-      ->check(CLI::Range(0, 1024));
+  add_int_option(*cmd, "--threads", opts->threads, 0, 1024,
+                 "Threads for oneDNN and OpenBLAS (0: all cores)");
   cmd->add_option("--backend", opts->backend, "reference | blas | onednn | auto");
   cmd->callback([opts, &exit_code] {
     print_info(*opts);

@@ -1,6 +1,11 @@
 #include "train/config/schema.h"
 
+#include <cfloat>
+#include <cmath>
+
 #include <fmt/format.h>
+
+#include "core/error.h"
 
 #include "train/tasks/registry.h"
 
@@ -26,7 +31,25 @@ std::string task_rows(const KeySpec& name) {
   return out;
 }
 
+// The fp32 value a training run computes with.
+void check_fp32(const KeySpec& spec, double v, const std::string& where) {
+  const float f = static_cast<float>(v);
+  const bool rounds_away = v != 0 && (f == 0 || std::fpclassify(f) == FP_SUBNORMAL);
+  if (!rounds_away && std::isfinite(f)) return;
+  const std::string prefix = where.empty() ? "" : where + ": ";
+  fail("{}{} = {} {} in fp32: expected 0 or a magnitude in [{:.2g}, {:.2g}]", prefix, spec.key,
+       format_value(ConfigValue(v)), !std::isfinite(f) ? "overflows to infinity" : f == 0 ? "rounds to 0" : "is a denormal",
+       static_cast<double>(FLT_MIN), static_cast<double>(FLT_MAX));
+}
+
 }  // namespace
+
+void check_value(const KeySpec& spec, const ConfigValue& value, const std::string& where) {
+  check_option(spec.key, spec, value, where);
+  if (const double* v = std::get_if<double>(&value)) check_fp32(spec, *v, where);
+  if (const auto* a = std::get_if<std::vector<double>>(&value))
+    for (double v : *a) check_fp32(spec, v, where);
+}
 
 const KeySpec* find_key(std::string_view dotted) {
   for (const auto& k : config_keys())

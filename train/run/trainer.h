@@ -27,12 +27,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "train/config/config.h"
+#include "core/state_dict.h"
 #include "train/run/metrics.h"
 
 namespace headlab {
@@ -43,6 +45,7 @@ class Task;
 class Schedule;
 class MetricsWriter;
 struct Batch;
+struct CheckpointData;
 
 // Training stopped on a NaN or Inf loss or gradient norm. Thrown before the update, so the
 // parameters and the last checkpoint are untouched. Derives from Error: catch it first.
@@ -82,10 +85,15 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step, dropout generator and
-  // data cursor. Throws headlab::Error when there is no checkpoint, when its config differs from
-  // this one in a key that changes shapes (listing them), or when its tensors do not fit.
-  void resume();
+  // Loads a checkpoint of the run: <run_dir>/checkpoints/latest, or `checkpoint` (a directory
+  // from find_checkpoint, train/run/checkpoint.h): model, optimizer state, step, dropout
+  // generator and data cursor. Throws headlab::Error when there is no checkpoint, when it is
+  // damaged (checkpoint.h), when it was written by another run directory (its run id), when
+  // this config is another run than the checkpoint's (identity_differences for `use`, listing
+  // every key with both values), or when its tensors do not fit.
+  void resume(ConfigUse use = ConfigUse::resume, const std::filesystem::path& checkpoint = {});
+  // The same from a checkpoint already loaded (load_checkpoint or load_checkpoint_dir).
+  void restore(ConfigUse use, CheckpointData checkpoint);
 
   // Trains from the current step to train.steps, writing the run files (see the top). Returns
   // the final evaluation and timings; also writes summary.json. Stops early, after saving a
@@ -115,6 +123,9 @@ class Trainer {
                   TrainResult& result);
   void checkpoint(const Session& session, TrainObserver& obs);
   void save(double elapsed, double train_seconds);
+  // Throws NonFiniteError when a parameter or optimizer value is NaN or Inf (before a save).
+  void check_finite_state(const StateDict& model, const StateDict& optimizer) const;
+  const std::string& run_id();
 
   Config config_;
   std::filesystem::path run_dir_;
@@ -128,6 +139,7 @@ class Trainer {
   int64_t last_checkpoint_ = -1;  // step of the newest checkpoint on disk, -1 if none
   double resumed_elapsed_ = 0;    // wall and step time of earlier sessions (from checkpoint)
   double resumed_train_seconds_ = 0;
+  std::optional<std::string> run_id_;  // the run directory's marker id, read once
 };
 
 }  // namespace headlab
