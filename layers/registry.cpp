@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "layers/dropout.h"
@@ -130,7 +133,9 @@ float LayerOptions::get_float(std::string_view key, float fallback) {
     fail("layers: option '{}' of layer '{}' is {} which is {} in fp32{}", key, layer_, value,
          std::isfinite(f) ? "0 or a denormal" : "infinite",
          v && !v->where.empty() ? " (" + v->where + ")" : "");
-  resolved_.set(std::string(key), OptionValue(static_cast<double>(f)));
+  // Recorded as the double nearest the float's shortest decimal form (1e-05, not
+  // 9.99999974737875e-06): the value the layer uses, spelled as people write it.
+  resolved_.set(std::string(key), OptionValue(std::stod(fmt::format("{}", f))));
   return f;
 }
 

@@ -1,5 +1,6 @@
 #include "tests/reliability/run_dir.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,6 +154,8 @@ void snapshot_into(const fs::path& root, const fs::path& dir, Snapshot& s) {
     } else if (fs::is_directory(st)) {
       s[rel] = "dir";
       snapshot_into(root, e.path(), s);
+    } else if (!fs::is_regular_file(st)) {
+      s[rel] = fs::is_fifo(st) ? "fifo" : "special";  // never opened: a FIFO would block
     } else if (fs::file_size(e.path()) > (uint64_t{64} << 20)) {
       // A huge (sparse) hostile file: its size and modification time stand for its bytes.
       const auto mtime = fs::last_write_time(e.path()).time_since_epoch().count();
@@ -212,6 +215,10 @@ std::string metrics_without_timing(const fs::path& metrics_jsonl) {
   return out;
 }
 
+fs::path resolve_path(const fs::path& run, const std::string& word) {
+  return resolve(run, word, word);
+}
+
 namespace {
 
 void apply_one(const fs::path& run, const fs::path& hostile, const std::string& operation) {
@@ -250,6 +257,9 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
   } else if (op == "link") {
     fs::remove_all(path);
     fs::create_symlink(rest, path);
+  } else if (op == "fifo") {
+    fs::remove_all(path);
+    if (::mkfifo(path.c_str(), 0644) != 0) bad(operation, "mkfifo failed");
   } else if (op == "poke" || op == "u64") {
     long long offset = 0;
     std::string value;

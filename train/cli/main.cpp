@@ -1,6 +1,9 @@
 // headlab: the command-line front end. The library throws; this is the one place that prints
 // errors and chooses exit codes (train/cli/options.h: exit_codes_text).
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -66,17 +69,27 @@ int usage(CLI::App& app) {
   return cli::kUsage;
 }
 
-// After the command: what it printed must have arrived.
+// Why an earlier write to stdout failed: its errno is long gone, but a closed pipe still shows.
+std::string stdout_error() {
+  if (cli::stdout_failure() != 0) return std::strerror(cli::stdout_failure());
+  pollfd fd{STDOUT_FILENO, 0, 0};
+  if (::poll(&fd, 1, 0) == 1 && (fd.revents & POLLERR)) return std::strerror(EPIPE);
+  return "a write failed (a full disk?)";
+}
+
+// After a command that succeeded: what it printed must have arrived. (A failed one reported its
+// error already.)
 int check_outputs(int code) {
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    const int err = errno;
-    return report(fmt::format("cannot write to standard output: {}",
-                              err ? std::strerror(err) : "write error"),
-                  code == cli::kOk ? cli::kUsage : code);
+  if (code != cli::kOk) return code;
+  const bool failed_before = std::ferror(stdout) != 0;
+  errno = 0;
+  if (std::fflush(stdout) != 0 || failed_before) {
+    const std::string why = !failed_before && errno ? std::strerror(errno) : stdout_error();
+    return report(fmt::format("cannot write to standard output: {}", why),
+                  cli::kUsage);
   }
-  if (const auto& log = cli::Output::get().log_error())
-    return report(*log, code == cli::kOk ? cli::kUsage : code);
-  if (cli::Output::get().stderr_failed()) return code == cli::kOk ? cli::kUsage : code;
+  if (const auto& log = cli::Output::get().log_error()) return report(*log, cli::kUsage);
+  if (cli::Output::get().stderr_failed()) return cli::kUsage;
   return code;
 }
 

@@ -1,6 +1,8 @@
 #include "train/cli/options.h"
 
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 
 #include <fmt/format.h>
@@ -70,6 +72,19 @@ std::string exit_codes_text() {
          "stopped on a non-finite loss or value (the last checkpoint is kept); 128 + N stopped "
          "by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP; a checkpoint was written); 1 an "
          "internal error (a bug: please report it).";
+}
+
+namespace {
+int flush_errno = 0;
+}
+
+void flush_stdout() {
+  errno = 0;
+  if (std::fflush(stdout) != 0 && flush_errno == 0) flush_errno = errno ? errno : EIO;
+}
+
+int stdout_failure() {
+  return flush_errno;
 }
 
 void set_command_line(int argc, char** argv) {

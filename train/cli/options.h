@@ -26,6 +26,12 @@ CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const
 // The exit codes, for the footer of --help.
 std::string exit_codes_text();
 
+// fflush(stdout), remembering the reason of a failure for the error main() reports at the end
+// (stdout_failure).
+void flush_stdout();
+// The errno of a failed flush_stdout, or 0.
+int stdout_failure();
+
 // The command line of this process, as given to main().
 void set_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();

@@ -83,8 +83,8 @@ SweepOutcome finished_run(const SweepRun& run, int code, const std::string& line
   if (code == 0) return o;
   o.ok = false;
   if (code > 128)
-    o.error = fmt::format("interrupted by {}: continue with headlab sweep ... --resume ({})",
-                          signal_name(code - 128), line.empty() ? "no message" : line);
+    o.error = fmt::format("interrupted by {} (a checkpoint was saved: --resume continues it)",
+                          signal_name(code - 128));
   else
     o.error = fmt::format("headlab train exited with code {}: {} (see {})", code,
                           line.empty() ? "no message" : line, (run.dir / "train.log").string());
@@ -191,7 +191,7 @@ int run_sweep(const SweepArgs& a) {
   if (!a.report_only)
     fmt::print("wrote {}, {} and {}\n", (spec.out_dir / "sweep.json").string(),
                (spec.out_dir / "sweep.csv").string(), (spec.out_dir / "report.html").string());
-  std::fflush(stdout);
+  flush_stdout();
   if (const int signal = stop_signal(); signal != 0 && !a.report_only) {
     size_t ok = 0;
     for (const SweepOutcome& o : outcomes) ok += o.ok;

@@ -125,7 +125,7 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   if (!a.no_analysis && !stopped) analyze_after_train(trainer);
   const std::string summary = summary_text(result, trainer.config());
   fmt::print("{}", summary);
-  std::fflush(stdout);
+  flush_stdout();
   Output::get().log_lines(summary);
   record_session_end(out, "finished", result.steps);
   if (stopped) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -258,6 +259,29 @@ std::string specialization_section(const json& runs, const std::vector<Group>& g
          matrices(runs, groups, data) + "</div></section>\n";
 }
 
+// The header's sentence about the grid, true to what it holds: counts with their plurals, and
+// what more heads mean only when the grid varies the heads.
+std::string grid_text(const json& sweep, const std::string& over) {
+  const json runs = sweep.value("runs", json::array());
+  const int64_t seeds = sweep.value("seeds", int64_t{0});
+  std::string text = fmt::format("{} run{} of {} ({} seed{} per setting).", runs.size(),
+                                 runs.size() == 1 ? "" : "s", sweep.value("config", std::string("?")),
+                                 seeds, seeds == 1 ? "" : "s");
+  const bool heads = over.find("model.heads") != std::string::npos;
+  const bool width = over.find("model.d_model") != std::string::npos ||
+                     over.find("model.head_dim") != std::string::npos;
+  std::set<int64_t> d_k;
+  for (const json& r : runs)
+    if (r.contains("d_k") && r["d_k"].is_number_integer() && r["d_k"].get<int64_t>() > 0)
+      d_k.insert(r["d_k"].get<int64_t>());
+  if (heads && !width && d_k.size() > 1)
+    text += " Same d_model in every run: more heads means narrower heads.";
+  else if (heads && d_k.size() == 1)
+    text += fmt::format(" Every head is {} wide: more heads means more attention width.",
+                        *d_k.begin());
+  return text;
+}
+
 }  // namespace
 
 std::string render_sweep_report(const json& sweep, const std::vector<SweepRunData>& data) {
@@ -268,9 +292,7 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
     over += (over.empty() ? "" : ", ") + k.get<std::string>();
   std::string body =
       "<header class=\"top\"><h1>headlab sweep over " + svg::escape(over) + "</h1><p>" +
-      svg::escape(fmt::format("{} runs of {} ({} seeds per setting)", runs.size(),
-                              sweep.value("config", std::string("?")), sweep.value("seeds", 0))) +
-      ". Same d_model in every run; more heads means narrower heads.</p></header>\n";
+      svg::escape(grid_text(sweep, over)) + "</p></header>\n";
   body += table_section(runs, groups);
   body += curves_section(runs, groups, data);
   body += specialization_section(runs, groups, data, over);

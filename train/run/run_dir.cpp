@@ -72,7 +72,7 @@ bool is_own_analysis(const fs::path& dir) {
 // The first entry of the headlab directory `dir` that headlab did not write, or "".
 std::string foreign_entry(const fs::path& dir, DirKind kind) {
   for (const std::string& name : entries(dir)) {
-    if (name == kMarker || name == kLock) continue;
+    if (name == kMarker || name == kLock || name == std::string(kMarker) + ".tmp") continue;
     if (kind == DirKind::run) {
       if (is_own_file(dir, name, run_dir_files())) continue;
       if (name == "checkpoints") {
@@ -91,10 +91,12 @@ std::string foreign_entry(const fs::path& dir, DirKind kind) {
   return "";
 }
 
-// The entries of `dir` other than the lock file.
+// The entries of `dir` other than the lock file and a marker being written (another process
+// claiming the directory at this moment; the lock then decides).
 std::vector<std::string> contents(const fs::path& dir) {
   std::vector<std::string> names = entries(dir);
   std::erase(names, std::string(kLock));
+  std::erase(names, std::string(kMarker) + ".tmp");
   return names;
 }
 
@@ -151,14 +153,18 @@ void write_marker(const fs::path& dir, DirKind kind, const std::string& id) {
   write_file_atomic(dir / kMarker, m.dump(2) + "\n");
 }
 
-// The pid a lock file holds, for messages.
+// The pid a lock file holds, for messages (its holder writes it just after locking: a few
+// tries for one that locked a moment ago).
 std::string holder_of(const fs::path& lock) {
-  try {
-    std::string text = read_file(lock, 64);
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
-      return "pid " + text;
-  } catch (const Error&) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    try {
+      std::string text = read_file(lock, 64);
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+        return "pid " + text;
+    } catch (const Error&) {
+    }
+    ::usleep(1000);
   }
   return "another process";
 }
@@ -237,6 +243,22 @@ std::string read_run_marker(const fs::path& dir, DirKind kind) {
   return id != m.end() && id->is_string() ? id->get<std::string>() : "";
 }
 
+// The files a writer will replace or append to must be regular files: anything else there
+// (a FIFO, a link, a directory) was not written by headlab and is refused before any work.
+void check_own_files(const fs::path& dir, DirKind kind) {
+  for (const std::string& name : kind == DirKind::run ? run_dir_files() : sweep_dir_files())
+    for (const fs::path& path : {dir / name, dir / (name + ".tmp")}) {
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        fail("'{}' is {}, not a file headlab wrote: headlab writes there; move it away",
+             path.string(), file_kind(st.st_mode));
+    }
+  struct stat st {};
+  const fs::path lock = dir / kLock;
+  if (::lstat(lock.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail("'{}' is {}, not the lock file headlab wrote", lock.string(), file_kind(st.st_mode));
+}
+
 RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
@@ -251,6 +273,7 @@ RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   if (use == RunDirUse::create) return check_create(dir, kind, marker);
   if (use == RunDirUse::write) {
     read_run_marker(dir, kind);
+    check_own_files(dir, kind);
     return RunDirPlan::write;
   }
   if (marker == Marker::none) {
