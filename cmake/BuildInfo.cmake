@@ -9,7 +9,8 @@ if(GIT_FOUND)
     OUTPUT_VARIABLE out RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(rc EQUAL 0)
     set(commit ${out})
-    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} status --porcelain
+    # --no-optional-locks: a build must never take the index lock from a git command beside it.
+    execute_process(COMMAND ${GIT_EXECUTABLE} --no-optional-locks -C ${SOURCE_DIR} status --porcelain
         --untracked-files=no
       OUTPUT_VARIABLE status RESULT_VARIABLE rc ERROR_QUIET)
     if(rc EQUAL 0 AND NOT status STREQUAL "")

@@ -280,7 +280,7 @@ TEST_CASE("train: signals a sweep's runs die with it, and --resume continues the
     const fs::path sweep = tmp / fmt::format("sweep-{}", n++);
     const std::vector<std::string> args = {"sweep", kConfig.string(), "--over", "model.heads=2,4",
                                            "--jobs", "2", "--out", sweep.string(),
-                                           "--set", "train.steps=400", "--no-progress"};
+                                           "--set", "train.steps=100", "--no-progress"};
     CliProcess s(args);
     const fs::path a = sweep / "heads-2_seed-1", b = sweep / "heads-4_seed-1";
     REQUIRE(wait_until([&] {

@@ -356,3 +356,30 @@ TEST_CASE("train: cli a run records how it was made in run.json and what it prin
   CHECK(json::parse(read_text(d / "run" / "run.json"))["sessions"].size() == 2);
   CHECK(read_text(d / "run" / "train.log").find("resuming at step 24 of 30") != std::string::npos);
 }
+
+TEST_CASE("train: cli configs at the edges of the schema train to the end with their analysis") {
+  TempDir dir;
+  const fs::path& d = dir.path;
+  const std::vector<std::string> edges = {
+      "--set train.eval_batch_size=3",  // fewer sentences than the analysis' 4 examples
+      "--set train.eval_batch_size=1 --set train.eval_batches=1",
+      "--set train.batch_size=1",
+      "--set model.heads=1",
+      "--set model.layers=2 --set model.heads=8",
+      "--set task.relations=PREV",
+      "--set schedule.name=constant --set schedule.warmup_steps=0",
+      "--set model.positions=sinusoidal --set model.norm=post --set model.activation=gelu",
+      "--set train.eval_every=1 --set train.log_every=1 --set train.checkpoint_every=1",
+  };
+  int index = 0;
+  for (const std::string& edge : edges) {
+    const std::string out = fmt::format("run-{}", index++);
+    const Result r = headlab(fmt::format("train '{}' --out {} --quiet --set train.steps=4 "
+                                         "--set schedule.warmup_steps=1 {}",
+                                         kTiny, out, edge),
+                             d);
+    CHECK_MESSAGE(r.code == 0, edge << ": " << r.err);
+    CHECK_MESSAGE(fs::exists(d / out / "report.html"), edge);
+    CHECK_MESSAGE(fs::exists(d / out / "heads.json"), edge);
+  }
+}

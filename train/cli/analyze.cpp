@@ -55,7 +55,8 @@ std::string summary_text(const AnalysisResult& r) {
 // RUN/analysis/step-NNNNNN/ for an earlier one (the run's own heads.json and report.html stay).
 fs::path analysis_dir(const fs::path& run, const fs::path& used) {
   const std::optional<fs::path> latest = latest_checkpoint(run);
-  if (latest && fs::equivalent(*latest, used)) return run;
+  std::error_code ec;
+  if (latest && fs::equivalent(*latest, used, ec)) return run;
   return run / "analysis" / used.filename();
 }
 

@@ -12,10 +12,29 @@
 namespace headlab {
 namespace {
 
+// What changing the key means for a run (KeyClass): shown in the table.
+const char* identity_text(KeyClass c) {
+  switch (c) {
+    case KeyClass::result:
+      return "";
+    case KeyClass::batch:
+      return "; the global batch: fixed for a run";
+    case KeyClass::steps:
+      return "; --resume may extend it";
+    case KeyClass::cadence:
+    case KeyClass::runtime:
+      return "; may change on --resume";
+    case KeyClass::eval:
+      return "; eval may change it";
+  }
+  return "";
+}
+
 std::string reference_row(const std::string& key, const OptionSpec& spec,
-                          const std::string& default_text) {
+                          const std::string& default_text, KeyClass identity = KeyClass::result) {
   std::string allowed = expected_text(spec);
   if (spec.shape) allowed += "; shape-relevant";
+  allowed += identity_text(identity);
   return fmt::format("| `{}` | {} | {} | {} | {} |\n", key, option_type_name(spec.type),
                      default_text, allowed, spec.doc);
 }
@@ -82,7 +101,7 @@ std::string config_reference_markdown() {
     }
     const std::string def =
         k.required ? "*required*" : fmt::format("`{}`", format_value(k.get(defaults)));
-    out += reference_row(k.key, k, def);
+    out += reference_row(k.key, k, def, k.identity);
   }
   return out;
 }
