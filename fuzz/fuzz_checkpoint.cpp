@@ -21,11 +21,11 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "train/run/checkpoint.h"
 #include "train/io/checksum.h"
 #include "train/io/files.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
+#include "train/run/checkpoint.h"
 
 namespace {
 
@@ -86,8 +86,8 @@ std::string resign(int part, const std::string& bytes) {
       for (const auto& t : f.tensors)
         f.metadata["xxh3_64:" + t.name] = headlab::checksum_hex(
             t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
-      const fs::path tmp = fs::temp_directory_path() /
-                           ("headlab-fuzz-resign-" + std::to_string(::getpid()));
+      const fs::path tmp =
+          fs::temp_directory_path() / ("headlab-fuzz-resign-" + std::to_string(::getpid()));
       headlab::write_safetensors(tmp, f.tensors, f.metadata);
       std::string out = headlab::read_file(tmp, uint64_t{1} << 30);
       fs::remove(tmp);

@@ -10,7 +10,7 @@
 
 namespace headlab::testing {
 
-inline constexpr double kCaseTimeout = 120;   // seconds; a hang is a failure, not a slow pass
+inline constexpr double kCaseTimeout = 120;    // seconds; a hang is a failure, not a slow pass
 inline constexpr size_t kMaxErrorLine = 1200;  // the CLI shortens long messages to about 1000
 inline constexpr long kMaxRssKb = 1L << 20;    // 1 GiB
 

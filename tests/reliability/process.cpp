@@ -75,8 +75,7 @@ std::string RunResult::describe() const {
 namespace {
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // An output of the child: the given path, a pipe nobody reads, or a capture file.

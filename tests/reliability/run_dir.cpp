@@ -332,8 +332,8 @@ void apply_operation(const fs::path& run, const fs::path& hostile, const std::st
   std::string op, path_word;
   in >> op >> path_word;
   const fs::path path = resolve(run, path_word, operation);
-  if (path.filename() == "config.resolved.toml" && path.parent_path().parent_path().filename() ==
-                                                      "checkpoints" &&
+  if (path.filename() == "config.resolved.toml" &&
+      path.parent_path().parent_path().filename() == "checkpoints" &&
       fs::is_regular_file(fs::symlink_status(path)))
     sign_config(path);
 }

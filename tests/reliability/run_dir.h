@@ -33,8 +33,9 @@ std::string metrics_without_timing(const std::filesystem::path& metrics_jsonl);
 std::filesystem::path resolve_path(const std::filesystem::path& run, const std::string& word);
 
 // Applies one corruption operation to the run directory `run` (see
-// tests/hostile/checkpoint/cases.txt for the language; also `fifo P`, a FIFO in place of P); `hostile` is tests/hostile, for operations that copy a corpus file. Throws
-// std::runtime_error for an operation it does not know.
+// tests/hostile/checkpoint/cases.txt for the language; also `fifo P`, a FIFO in place of P);
+// `hostile` is tests/hostile, for operations that copy a corpus file. Throws std::runtime_error for
+// an operation it does not know.
 void apply_operation(const std::filesystem::path& run, const std::filesystem::path& hostile,
                      const std::string& operation);
 

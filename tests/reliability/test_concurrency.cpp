@@ -35,8 +35,8 @@ namespace {
 const fs::path kConfig = source_dir() / "tests" / "reliability" / "crash.toml";
 
 std::vector<std::string> train_args(const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"train", kConfig.string(), "--out", out.string(), "--quiet",
-                                   "--no-analysis"};
+  std::vector<std::string> args = {"train",      kConfig.string(), "--out",
+                                   out.string(), "--quiet",        "--no-analysis"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -107,7 +107,8 @@ void refused(const std::vector<std::string>& args, const std::string& fragment,
   show(name, r);
   ++cases;
   CHECK_MESSAGE(check_rejected(r, fragment) == "", name << ": " << check_rejected(r, fragment)
-                                                         << "\n" << r.describe());
+                                                        << "\n"
+                                                        << r.describe());
 }
 
 }  // namespace
@@ -135,7 +136,9 @@ TEST_CASE("train: concurrency a second writer of a live run is refused, the firs
   MESSAGE(cases << " concurrency cases on a live run (" << steps.size() << " steps)");
 }
 
-TEST_CASE("train: concurrency eval of a live run never fails, though retention removes a checkpoint every step") {
+TEST_CASE(
+    "train: concurrency eval of a live run never fails, though retention removes a checkpoint "
+    "every step") {
   TempDir tmp("concurrency-eval");
   const fs::path run = tmp / "run";
   LiveRun live(run, {"--set", "train.checkpoint_every=1", "--set", "train.keep_checkpoints=1"});
@@ -179,12 +182,13 @@ TEST_CASE("train: concurrency a live sweep and its runs have one writer each") {
   TempDir tmp("concurrency-sweep");
   const fs::path sweep = tmp / "sweep";
   CliProcess s({"sweep", kConfig.string(), "--over", "model.heads=2,4", "--out", sweep.string(),
-                "--set", "train.steps=100000", "--set", "schedule.warmup_steps=5", "--no-progress"});
+                "--set", "train.steps=100000", "--set", "schedule.warmup_steps=5",
+                "--no-progress"});
   const fs::path child = sweep / "heads-2_seed-1";
   REQUIRE(wait_until([&] { return present(child / "checkpoints" / "latest"); }));
-  refused({"sweep", kConfig.string(), "--over", "model.heads=2,4", "--out", sweep.string(),
-           "--resume"},
-          "is in use by pid", "a second sweep of a live one");
+  refused(
+      {"sweep", kConfig.string(), "--over", "model.heads=2,4", "--out", sweep.string(), "--resume"},
+      "is in use by pid", "a second sweep of a live one");
   refused(train_args(child, {"--resume", "--set", "train.steps=100000", "--set",
                              "schedule.warmup_steps=5", "--set", "model.heads=2"}),
           "is in use by pid", "a run of a live sweep");
@@ -196,7 +200,8 @@ TEST_CASE("train: concurrency a live sweep and its runs have one writer each") {
 
 // SIGTERM, SIGINT and SIGHUP at moments drawn from a fixed seed, each session continued with
 // the command its interrupt line gives; the finished run equals an uninterrupted one bit for bit.
-TEST_CASE("train: signals at random moments stop with a checkpoint, and the pasted command continues") {
+TEST_CASE(
+    "train: signals at random moments stop with a checkpoint, and the pasted command continues") {
   TempDir tmp("signals");
   const std::vector<std::string> longer = {"--set", "train.steps=120"};
   const fs::path reference = tmp / "reference";
@@ -213,7 +218,8 @@ TEST_CASE("train: signals at random moments stop with a checkpoint, and the past
     const uint64_t log_size = present(run / "train.log") ? fs::file_size(run / "train.log") : 0;
     CliProcess p(next);
     // Once this session has claimed the run (its log line is written), at a random moment.
-    wait_until([&] { return present(run / "train.log") && fs::file_size(run / "train.log") > log_size; });
+    wait_until(
+        [&] { return present(run / "train.log") && fs::file_size(run / "train.log") > log_size; });
     std::this_thread::sleep_for(std::chrono::duration<double>(
         std::uniform_real_distribution<double>(0.0, 0.1)(rng) * ref.seconds));
     p.signal(sig);
@@ -227,8 +233,10 @@ TEST_CASE("train: signals at random moments stop with a checkpoint, and the past
     REQUIRE(r.exit_code == 128 + sig);
     REQUIRE(r.err_lines().size() == 1);
     const std::string line = r.err_lines()[0];
-    const std::string head = fmt::format("headlab: interrupted by {} at step ",
-                                         sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP");
+    const std::string head =
+        fmt::format("headlab: interrupted by {} at step ", sig == SIGTERM  ? "SIGTERM"
+                                                           : sig == SIGINT ? "SIGINT"
+                                                                           : "SIGHUP");
     CHECK(line.rfind(head, 0) == 0);
     const std::string marker = "continue with: ";
     const size_t at = line.find(marker);
@@ -248,7 +256,8 @@ TEST_CASE("train: signals at random moments stop with a checkpoint, and the past
   MESSAGE(interrupted << " sessions interrupted by a signal, " << finished_first
                       << " finished before its signal");
   CHECK(interrupted >= 6);
-  const fs::path a = reference / "checkpoints" / fs::read_symlink(reference / "checkpoints" / "latest");
+  const fs::path a =
+      reference / "checkpoints" / fs::read_symlink(reference / "checkpoints" / "latest");
   const fs::path b = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
   CHECK(a.filename() == b.filename());
   CHECK_MESSAGE(read_bytes(a / "model.safetensors") == read_bytes(b / "model.safetensors"),
@@ -278,9 +287,9 @@ TEST_CASE("train: signals a sweep's runs die with it, and --resume continues the
   int n = 0;
   for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
     const fs::path sweep = tmp / fmt::format("sweep-{}", n++);
-    const std::vector<std::string> args = {"sweep", kConfig.string(), "--over", "model.heads=2,4",
-                                           "--jobs", "2", "--out", sweep.string(),
-                                           "--set", "train.steps=100", "--no-progress"};
+    const std::vector<std::string> args = {
+        "sweep", kConfig.string(), "--over", "model.heads=2,4", "--jobs",       "2",
+        "--out", sweep.string(),   "--set",  "train.steps=100", "--no-progress"};
     CliProcess s(args);
     const fs::path a = sweep / "heads-2_seed-1", b = sweep / "heads-4_seed-1";
     REQUIRE(wait_until([&] {
@@ -296,7 +305,8 @@ TEST_CASE("train: signals a sweep's runs die with it, and --resume continues the
       REQUIRE_FALSE(r.err_lines().empty());
       CHECK(r.err_lines().back().find("sweep.json written; continue with:") != std::string::npos);
       const nlohmann::json j = nlohmann::json::parse(read_bytes(sweep / "sweep.json"));
-      for (const auto& run : j["runs"]) CHECK(run["error"].get<std::string>().find("interrupted") != std::string::npos);
+      for (const auto& run : j["runs"])
+        CHECK(run["error"].get<std::string>().find("interrupted") != std::string::npos);
     } else {
       CHECK(r.signal == SIGKILL);
     }

@@ -38,8 +38,8 @@ const Bases& bases() {
     auto* out = new Bases;
     const RunResult r = run_cli({"train", kConfig.string(), "--out", out->run.string(), "--quiet"});
     REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
-    const RunResult o = run_cli({"train", kConfig.string(), "--out", out->other.string(),
-                                 "--quiet", "--no-analysis", "--set", "train.seed=2"});
+    const RunResult o = run_cli({"train", kConfig.string(), "--out", out->other.string(), "--quiet",
+                                 "--no-analysis", "--set", "train.seed=2"});
     REQUIRE_MESSAGE(o.exit_code == 0, o.describe());
     const RunResult s = run_cli({"sweep", kConfig.string(), "--over", "model.heads=2", "--out",
                                  out->sweep.string(), "--no-progress"});
@@ -94,16 +94,19 @@ std::vector<std::string> prepare(const Case& c, const fs::path& root, const fs::
 
 // The command's arguments and where its outputs go.
 std::vector<std::string> command_of(const Case& c, const fs::path& dir, RunOptions& options) {
-  std::vector<std::string> words =
-      split_args(c.command, {{"dir", dir.string()},
-                             {"config", kConfig.string()},
-                             {"other", bases().other.string()}});
+  std::vector<std::string> words = split_args(
+      c.command,
+      {{"dir", dir.string()}, {"config", kConfig.string()}, {"other", bases().other.string()}});
   while (!words.empty() && (words[0][0] == '>' || words[0].rfind("2>", 0) == 0)) {
     const std::string w = words[0];
-    if (w == ">pipe") options.stdout_closed_pipe = true;
-    else if (w == "2>pipe") options.stderr_closed_pipe = true;
-    else if (w[0] == '>') options.stdout_path = w.substr(1);
-    else options.stderr_path = w.substr(2);
+    if (w == ">pipe")
+      options.stdout_closed_pipe = true;
+    else if (w == "2>pipe")
+      options.stderr_closed_pipe = true;
+    else if (w[0] == '>')
+      options.stdout_path = w.substr(1);
+    else
+      options.stderr_path = w.substr(2);
     words.erase(words.begin());
   }
   return words;
@@ -125,8 +128,10 @@ std::string run_case(const Case& c, const fs::path& root) {
   std::string problem;
   if (c.exit == "2") {
     problem = captured_err ? check_rejected(r, c.fragment, captured_out) : check_ended(r);
-    if (problem.empty()) problem = snapshot_diff(before, after).empty() ? "" : "changed files:\n" +
-                                                                           snapshot_diff(before, after);
+    if (problem.empty())
+      problem = snapshot_diff(before, after).empty()
+                    ? ""
+                    : "changed files:\n" + snapshot_diff(before, after);
   } else {
     problem = check_ended(r);
     const int code = c.exit == "2+" ? 2 : 0;
@@ -178,8 +183,8 @@ TEST_CASE("train: run dirs flipped bytes in every checkpoint file are refused, n
   const fs::path latest = fs::read_symlink(b.run / "checkpoints" / "latest");
   std::mt19937_64 rng(20240607);
   int cases = 0;
-  for (const char* file : {"model.safetensors", "optimizer.safetensors", "state.json",
-                           "config.resolved.toml"}) {
+  for (const char* file :
+       {"model.safetensors", "optimizer.safetensors", "state.json", "config.resolved.toml"}) {
     const std::string good = read_bytes(b.run / "checkpoints" / latest / file);
     for (int k = 0; k < 10; ++k) {
       // The first two flips land in the safetensors header (or the start of the text).
@@ -193,8 +198,8 @@ TEST_CASE("train: run dirs flipped bytes in every checkpoint file are refused, n
       write_bytes(run / "checkpoints" / latest / file, bytes);
       const bool resume = k % 3 == 0;
       const std::vector<std::string> args =
-          resume ? std::vector<std::string>{"train", kConfig.string(), "--out", run.string(),
-                                            "--resume", "--quiet", "--set", "train.steps=8"}
+          resume ? std::vector<std::string>{"train",    kConfig.string(), "--out", run.string(),
+                                            "--resume", "--quiet",        "--set", "train.steps=8"}
                  : std::vector<std::string>{"eval", run.string()};
       const Snapshot before = snapshot(run);
       RunOptions o;
@@ -233,16 +238,17 @@ TEST_CASE("train: run dirs a full disk at any write stops cleanly and the run re
   int cases = 0;
   // (The error line itself goes to a file under the same limit: 400 bytes is the smallest that
   // holds it.)
-  for (const uint64_t limit : {uint64_t{400}, uint64_t{1400}, uint64_t{2000}, model / 2, model + 64,
-                               uint64_t{60000}}) {
+  for (const uint64_t limit :
+       {uint64_t{400}, uint64_t{1400}, uint64_t{2000}, model / 2, model + 64, uint64_t{60000}}) {
     const fs::path run = tmp / fmt::format("full-{}", cases++);
     copy_tree(b.run, run);
     const Snapshot kept = snapshot(run / "checkpoints");
     RunOptions o;
     o.file_size_limit = limit;
     o.timeout_seconds = kCaseTimeout;
-    const std::vector<std::string> resume = {"train", kConfig.string(), "--out", run.string(),
-                                             "--resume", "--quiet", "--set", "train.steps=12"};
+    const std::vector<std::string> resume = {"train",      kConfig.string(), "--out",
+                                             run.string(), "--resume",       "--quiet",
+                                             "--set",      "train.steps=12"};
     const RunResult r = run_cli(resume, o);
     INFO("limit " << limit << ": " << r.describe());
     CHECK(check_ended(r) == "");

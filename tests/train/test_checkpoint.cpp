@@ -22,12 +22,12 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "layers/module.h"
-#include "train/run/checkpoint.h"
-#include "train/io/files.h"
-#include "train/io/checksum.h"
-#include "train/io/safetensors.h"
-#include "train/run/checkpoint_dir.h"
 #include "tests/temp_dir.h"
+#include "train/io/checksum.h"
+#include "train/io/files.h"
+#include "train/io/safetensors.h"
+#include "train/run/checkpoint.h"
+#include "train/run/checkpoint_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -299,9 +299,9 @@ TEST_CASE("train: checkpoint tensors carry checksums, damage and non-finite valu
   std::fill(zeroed.end() - 4096 - 64, zeroed.end() - 64, '\0');
   write_text(model, zeroed);
   const std::string damaged = load_error(run.path);
-  CHECK_MESSAGE(damaged.find(model.string() + ": tensor 'w' fails its checksum") !=
-                    std::string::npos,
-                damaged);
+  CHECK_MESSAGE(
+      damaged.find(model.string() + ": tensor 'w' fails its checksum") != std::string::npos,
+      damaged);
   // One flipped bit anywhere in the data.
   std::string flipped = good;
   flipped[flipped.size() - 5] ^= 0x10;
@@ -345,7 +345,7 @@ TEST_CASE("train: checkpoint retention and cleanup touch only headlab's own name
   write_text(root / "step-000005", "a file named like a step");
   for (int64_t step = 2; step <= 4; ++step) save_checkpoint(run.path, make_data(step), 1);
   CHECK(entries(root) == std::vector<std::string>{".tmp-mine", ".trash-step-x", "latest",
-                                                   "step-000000", "step-000004", "step-000005"});
+                                                  "step-000000", "step-000004", "step-000005"});
   CHECK(read_text(root / "step-000000" / "notes.txt") == "mine");
   CHECK(foreign_checkpoint_entry(run.path) == "checkpoints/.tmp-mine");
 }

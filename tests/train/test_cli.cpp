@@ -186,10 +186,9 @@ TEST_CASE("train: cli non-finite loss exits 3 naming the step, the last checkpoi
   const fs::path& d = dir.path;
   // One step at lr = 1e30 leaves finite values (about 1e30); the next loss overflows.
   const std::string huge = "--set optim.lr=1e30 --set schedule.name=constant";
-  REQUIRE(headlab(fmt::format("train '{}' --out run {} {} --set train.steps=1", kTiny, kQuick,
-                              huge),
-                  d)
-              .code == 0);
+  REQUIRE(
+      headlab(fmt::format("train '{}' --out run {} {} --set train.steps=1", kTiny, kQuick, huge), d)
+          .code == 0);
   const fs::path ckpt = d / "run" / "checkpoints" / "step-000001";
   const std::string before = read_text(ckpt / "model.safetensors");
   const Result r = headlab(fmt::format("train '{}' --out run --resume {} {} --set train.steps=60 "
@@ -241,7 +240,8 @@ TEST_CASE("train: cli without arguments prints every command and the exit codes,
 TEST_CASE("train: cli --dry-run says what the run would be and creates nothing") {
   TempDir dir;
   const fs::path& d = dir.path;
-  const Result r = headlab(fmt::format("train '{}' --out run --dry-run --set model.heads=8", kTiny), d);
+  const Result r =
+      headlab(fmt::format("train '{}' --out run --dry-run --set model.heads=8", kTiny), d);
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(r.out.find("parameters: ") != std::string::npos);
   CHECK(r.out.find("estimated memory: ") != std::string::npos);
@@ -273,7 +273,8 @@ TEST_CASE("train: cli a run that failed before its first checkpoint is retried w
   check_user_error(headlab(fmt::format("train '{}' --out run --overwrite {}", kTiny, kQuick), d),
                    "overwrite with a foreign file", "it holds 'notes.txt'");
   fs::remove(d / "run" / "notes.txt");
-  const Result again = headlab(fmt::format("train '{}' --out run --overwrite {}", kTiny, kQuick), d);
+  const Result again =
+      headlab(fmt::format("train '{}' --out run --overwrite {}", kTiny, kQuick), d);
   REQUIRE_MESSAGE(again.code == 0, again.err);
   CHECK(fs::read_symlink(d / "run" / "checkpoints" / "latest") == "step-000024");
   // A directory headlab did not create is never overwritten.
@@ -287,8 +288,9 @@ TEST_CASE("train: cli a run that failed before its first checkpoint is retried w
 TEST_CASE("train: cli eval and analyze take --checkpoint and say which step they used") {
   TempDir dir;
   const fs::path& d = dir.path;
-  const std::string quick = "--set train.steps=24 --set schedule.warmup_steps=4 --set "
-                            "train.eval_every=12 --set train.checkpoint_every=12";
+  const std::string quick =
+      "--set train.steps=24 --set schedule.warmup_steps=4 --set "
+      "train.eval_every=12 --set train.checkpoint_every=12";
   REQUIRE(headlab(fmt::format("train '{}' --out run {}", kTiny, quick), d).code == 0);
   const Result e = headlab("eval run --checkpoint step-000012 --json", d);
   REQUIRE_MESSAGE(e.code == 0, e.err);

@@ -260,10 +260,11 @@ TEST_CASE("train: config --set mistakes name the --set argument") {
 
 TEST_CASE("train: config --set takes values as people type them") {
   using V = std::vector<std::string>;
-  const Config c = parse_config(kTask, "t.toml",
-                                V{"model.norm=post", "optim.betas=0.8, 0.9",
-                                  "task.relations=PREV,SEM", "model.attention_options.init=xavier_uniform",
-                                  "model.activation=\"gelu\"", "schedule.name='constant'"});
+  const Config c =
+      parse_config(kTask, "t.toml",
+                   V{"model.norm=post", "optim.betas=0.8, 0.9", "task.relations=PREV,SEM",
+                     "model.attention_options.init=xavier_uniform", "model.activation=\"gelu\"",
+                     "schedule.name='constant'"});
   CHECK(c.model.norm == "post");
   CHECK(c.optim.betas == std::vector<double>{0.8, 0.9});
   CHECK(c.model.activation == "gelu");

@@ -75,7 +75,8 @@ int run_analyze(const AnalyzeArgs& a) {
   if (a.report_only) {
     const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);  // it writes there
     fs::path dir = rc.run_dir;
-    if (!rc.checkpoint.empty()) dir = analysis_dir(rc.run_dir, find_checkpoint(rc.run_dir, rc.checkpoint));
+    if (!rc.checkpoint.empty())
+      dir = analysis_dir(rc.run_dir, find_checkpoint(rc.run_dir, rc.checkpoint));
     if (!fs::is_directory(dir)) fail("'{}' holds no analysis to report on", dir.string());
     fmt::print("wrote {}\n", write_run_report(dir).string());
     return kOk;
@@ -94,9 +95,10 @@ int run_analyze(const AnalyzeArgs& a) {
   options.batch_size = a.batch_size;
   const int64_t batch = config.train.eval_batch_size;
   if (a.examples > batch)
-    fail("--examples = {} is more than the sentences of a batch ({}; --batch-size or "
-         "train.eval_batch_size)",
-         a.examples, batch);
+    fail(
+        "--examples = {} is more than the sentences of a batch ({}; --batch-size or "
+        "train.eval_batch_size)",
+        a.examples, batch);
   options.examples = a.examples >= 0 ? a.examples : std::min<int64_t>(4, batch);
   Trainer trainer(config, rc.run_dir);
   trainer.restore(ConfigUse::evaluate, c);
@@ -104,11 +106,13 @@ int run_analyze(const AnalyzeArgs& a) {
   const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);
   const fs::path out = analysis_dir(rc.run_dir, used);
   make_directories(out);
-  const AnalysisResult r = analyze_run(out, trainer.model(), trainer.task(), trainer.config(), options);
+  const AnalysisResult r =
+      analyze_run(out, trainer.model(), trainer.task(), trainer.config(), options);
   fmt::print("{}", summary_text(r));
-  fmt::print("analyzed {} (step {}); wrote heads.json, attention.npy, attention_tokens.json and "
-             "report.html in {}\n",
-             used.string(), trainer.step(), out.string());
+  fmt::print(
+      "analyzed {} (step {}); wrote heads.json, attention.npy, attention_tokens.json and "
+      "report.html in {}\n",
+      used.string(), trainer.step(), out.string());
   return kOk;
 }
 
@@ -120,8 +124,9 @@ void analyze_after_train(Trainer& trainer) {
   const AnalysisResult r =
       analyze_run(trainer.run_dir(), trainer.model(), trainer.task(), trainer.config(), options);
   const std::string text =
-      summary_text(r) + fmt::format("analysis: wrote heads.json, attention.npy and report.html in {}\n",
-                                    trainer.run_dir().string());
+      summary_text(r) +
+      fmt::format("analysis: wrote heads.json, attention.npy and report.html in {}\n",
+                  trainer.run_dir().string());
   Output::get().terminal(text);
   Output::get().log_lines(text);
 }

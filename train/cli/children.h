@@ -44,8 +44,8 @@ class ChildRuns {
  private:
   struct Child {
     size_t index = 0;
-    int err_fd = -1;  // the read end of its stderr
-    std::string err;  // what it wrote, the last 4 KiB
+    int err_fd = -1;   // the read end of its stderr
+    std::string err;   // what it wrote, the last 4 KiB
     bool eof = false;  // its stderr is closed (it exited, or closed it)
   };
   void drain(Child& child);

@@ -85,8 +85,7 @@ int check_outputs(int code) {
   errno = 0;
   if (std::fflush(stdout) != 0 || failed_before) {
     const std::string why = !failed_before && errno ? std::strerror(errno) : stdout_error();
-    return report(fmt::format("cannot write to standard output: {}", why),
-                  cli::kUsage);
+    return report(fmt::format("cannot write to standard output: {}", why), cli::kUsage);
   }
   if (const auto& log = cli::Output::get().log_error()) return report(*log, cli::kUsage);
   if (cli::Output::get().stderr_failed()) return cli::kUsage;

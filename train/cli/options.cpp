@@ -22,8 +22,8 @@ int64_t parse_int_arg(const std::string& name, const std::string& text, int64_t 
   int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  const std::string expected = expected_text(OptionSpec::integer(static_cast<double>(lo),
-                                                                 static_cast<double>(hi)));
+  const std::string expected =
+      expected_text(OptionSpec::integer(static_cast<double>(lo), static_cast<double>(hi)));
   if (ec == std::errc::result_out_of_range)
     fail("{} = {} is out of range: expected {}", name, text.substr(0, 40), expected);
   if (ec != std::errc() || ptr != end || text.empty())
@@ -33,8 +33,8 @@ int64_t parse_int_arg(const std::string& name, const std::string& text, int64_t 
 }
 
 template <class Int>
-CLI::Option* add_checked(CLI::App& cmd, const std::string& name, Int& value, int64_t lo,
-                         int64_t hi, const std::string& doc) {
+CLI::Option* add_checked(CLI::App& cmd, const std::string& name, Int& value, int64_t lo, int64_t hi,
+                         const std::string& doc) {
   const std::string text = fmt::format("{} (an integer in [{}, {}])", doc, lo, hi);
   return cmd
       .add_option_function<std::string>(
@@ -98,9 +98,9 @@ const std::vector<std::string>& command_line() {
 std::string shell_command(const std::vector<std::string>& args) {
   std::string out;
   for (const std::string& a : args) {
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM"
-                                                         "NOPQRSTUVWXYZ0123456789-_./=,:+@%") ==
-                                         std::string::npos;
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM"
+                                         "NOPQRSTUVWXYZ0123456789-_./=,:+@%") == std::string::npos;
     std::string word = "'";
     for (char c : a) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += (out.empty() ? "" : " ") + (plain ? a : word + "'");

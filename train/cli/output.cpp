@@ -55,15 +55,16 @@ std::string time_stamp() {
 
 void Output::open_log(const std::filesystem::path& path) {
   close_log();
-  log_fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                   0644);
+  log_fd_ = ::open(path.c_str(),
+                   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   struct stat st {};
   if (log_fd_ < 0 || ::fstat(log_fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
     close_log();
     fail("cannot write '{}': {}", path.string(),
-         err == ELOOP ? "it is a symbolic link" : log_fd_ < 0 ? std::strerror(err)
-                                                              : "it is not a regular file");
+         err == ELOOP  ? "it is a symbolic link"
+         : log_fd_ < 0 ? std::strerror(err)
+                       : "it is not a regular file");
   }
   log_path_ = path;
 }

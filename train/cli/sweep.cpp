@@ -170,8 +170,9 @@ int run_sweep(const SweepArgs& a) {
   if (a.resume && a.report_only)
     fail("--resume and --report-only exclude each other: --report-only trains nothing");
   const SweepSpec spec = make_spec(a);
-  const SweepPlan plan =
-      a.report_only ? SweepPlan::collect : a.resume ? SweepPlan::resume : SweepPlan::fresh;
+  const SweepPlan plan = a.report_only ? SweepPlan::collect
+                         : a.resume    ? SweepPlan::resume
+                                       : SweepPlan::fresh;
   // Checked before anything is created: the directory, then every run's config.
   const RunDirUse use = plan == SweepPlan::fresh ? RunDirUse::create : RunDirUse::write;
   check_run_dir(spec.out_dir, use, DirKind::sweep);

@@ -101,12 +101,12 @@ int print_dry_run(const TrainArgs& a, Trainer& trainer, RunDirPlan plan) {
   fmt::print("estimated memory: {:.3f} GiB (limit runtime.max_memory_gb = {})\n",
              m.total_bytes() / (1024.0 * 1024.0 * 1024.0), c.runtime.max_memory_gb);
   fmt::print("steps: {} to {} (batch {}, checkpoint every {}, keep {})\n", trainer.step() + 1,
-             c.train.steps, c.train.batch_size, c.train.checkpoint_every,
-             c.train.keep_checkpoints);
+             c.train.steps, c.train.batch_size, c.train.checkpoint_every, c.train.keep_checkpoints);
   fmt::print("would write: {} {}\n", what, out.string());
-  fmt::print("  config.resolved.toml, metrics.jsonl, train.log, run.json, checkpoints/, "
-             "summary.json{}\n",
-             a.no_analysis ? "" : ", heads.json, attention.npy, report.html");
+  fmt::print(
+      "  config.resolved.toml, metrics.jsonl, train.log, run.json, checkpoints/, "
+      "summary.json{}\n",
+      a.no_analysis ? "" : ", heads.json, attention.npy, report.html");
   return kOk;
 }
 
@@ -115,9 +115,9 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   if (result.interrupted) {
     const int signal = stop_signal();
     record_session_end(out, fmt::format("interrupted by {}", signal_name(signal)), result.steps);
-    Output::get().final_line(fmt::format(
-        "headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
-        signal_name(signal), result.steps, resume_command(out)));
+    Output::get().final_line(
+        fmt::format("headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
+                    signal_name(signal), result.steps, resume_command(out)));
     return 128 + signal;
   }
   // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
@@ -130,10 +130,12 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   record_session_end(out, "finished", result.steps);
   if (stopped) {
     const int signal = stop_signal();
-    Output::get().final_line(fmt::format(
-        "headlab: interrupted by {} after the last step: the run is complete{}", signal_name(signal),
-        a.no_analysis ? "" : fmt::format("; the analysis was skipped: headlab analyze {}",
-                                         shell_command({out.string()}))));
+    Output::get().final_line(
+        fmt::format("headlab: interrupted by {} after the last step: the run is complete{}",
+                    signal_name(signal),
+                    a.no_analysis ? ""
+                                  : fmt::format("; the analysis was skipped: headlab analyze {}",
+                                                shell_command({out.string()}))));
     return 128 + signal;
   }
   return kOk;
@@ -142,8 +144,9 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
 int run_train(const TrainArgs& a) {
   install_stop_handlers();
   if (a.resume && a.overwrite)
-    fail("--resume and --overwrite exclude each other: --resume continues the run, --overwrite "
-         "replaces it");
+    fail(
+        "--resume and --overwrite exclude each other: --resume continues the run, --overwrite "
+        "replaces it");
   Config config = load_config(a.config, a.sets);
   const fs::path out = out_dir(a);
   // Building the model writes nothing and finds what only the layers can check; the directory

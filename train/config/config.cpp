@@ -191,9 +191,10 @@ Override parse_override(const std::string& arg, const std::string& origin) {
   try {
     o.holder = toml::parse("value = " + override_as_toml(o.key, text), o.where);
   } catch (const toml::parse_error& e) {
-    fail("{}: the value is not valid TOML ({}); e.g. --set model.heads=8, --set model.norm=post, "
-         "--set optim.betas=0.9,0.98",
-         o.where, e.description());
+    fail(
+        "{}: the value is not valid TOML ({}); e.g. --set model.heads=8, --set model.norm=post, "
+        "--set optim.betas=0.9,0.98",
+        o.where, e.description());
   }
   if (o.holder.size() != 1 || !o.holder.contains("value"))
     fail("{}: the value must be a single TOML value", o.where);

@@ -194,7 +194,9 @@ void schedule_keys(std::vector<Key>& k) {
 
 void train_keys(std::vector<Key>& k) {
   using R = TrainConfig;
-  k.push_back(key_of("train.steps", &C::train, &R::steps).range(1, 1e9).is(KeyClass::steps)
+  k.push_back(key_of("train.steps", &C::train, &R::steps)
+                  .range(1, 1e9)
+                  .is(KeyClass::steps)
                   .doc("Optimizer steps."));
   k.push_back(key_of("train.batch_size", &C::train, &R::batch_size)
                   .range(1, 65536)
@@ -243,7 +245,7 @@ void runtime_keys(std::vector<Key>& k) {
       key_of("runtime.threads", &C::runtime, &U::threads)
           .range(0, 1024)
           .is(KeyClass::runtime)
-                  .doc("Threads for oneDNN and OpenBLAS; 0: all cores (small models run fastest on 1)."));
+          .doc("Threads for oneDNN and OpenBLAS; 0: all cores (small models run fastest on 1)."));
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .is(KeyClass::runtime)

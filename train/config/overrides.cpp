@@ -60,8 +60,8 @@ std::string override_as_toml(const std::string& key, const std::string& text) {
       size_t end = text.find(',', begin);
       if (end == std::string::npos) end = text.size();
       const std::string element = trim(text.substr(begin, end - begin));
-      const bool bare = type == OptionType::string_array && !element.empty() &&
-                        element[0] != '"' && element[0] != '\'';
+      const bool bare = type == OptionType::string_array && !element.empty() && element[0] != '"' &&
+                        element[0] != '\'';
       array += (begin ? ", " : "") + (bare ? toml_string(element) : element);
       begin = end + 1;
     }

@@ -108,15 +108,17 @@ void option_table_differences(const Config& saved, const Config& current,
     for (const auto& [key, value] : b)
       if (!a.contains(key)) keys.push_back(key);
     for (const std::string& key : keys) {
-      const OptionValue *va = ra ? ra->find(key) : a.find(key), *vb = rb ? rb->find(key) : b.find(key);
-      const std::string sa = va ? format_value(*va) : "(none)", sb = vb ? format_value(*vb) : "(none)";
+      const OptionValue *va = ra ? ra->find(key) : a.find(key),
+                        *vb = rb ? rb->find(key) : b.find(key);
+      const std::string sa = va ? format_value(*va) : "(none)",
+                        sb = vb ? format_value(*vb) : "(none)";
       if (sa == sb) continue;
       auto shown = [&](const OptionMap& own, const std::string& resolved) {
         const OptionValue* v = own.find(key);
         return v ? format_value(*v) : resolved + " (default)";
       };
-      out.push_back(fmt::format("{}.{}: {} (checkpoint) vs {} (config)", t.key, key,
-                                shown(a, sa), shown(b, sb)));
+      out.push_back(fmt::format("{}.{}: {} (checkpoint) vs {} (config)", t.key, key, shown(a, sa),
+                                shown(b, sb)));
     }
   }
 }
@@ -203,8 +205,8 @@ std::string to_toml(const Config& config) {
 
 std::string config_hash(const Config& config) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : "# headlab resolved config: every key, defaults filled in.\n" +
-                             toml_values(config)) {
+  for (unsigned char c :
+       "# headlab resolved config: every key, defaults filled in.\n" + toml_values(config)) {
     h ^= c;
     h *= 0x100000001b3ull;
   }

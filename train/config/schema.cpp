@@ -57,7 +57,10 @@ void check_fp32(const KeySpec& spec, double v, const std::string& where) {
   if (!rounds_away && std::isfinite(f)) return;
   const std::string prefix = where.empty() ? "" : where + ": ";
   fail("{}{} = {} {} in fp32: expected 0 or a magnitude in [{:.2g}, {:.2g}]", prefix, spec.key,
-       format_value(ConfigValue(v)), !std::isfinite(f) ? "overflows to infinity" : f == 0 ? "rounds to 0" : "is a denormal",
+       format_value(ConfigValue(v)),
+       !std::isfinite(f) ? "overflows to infinity"
+       : f == 0          ? "rounds to 0"
+                         : "is a denormal",
        static_cast<double>(FLT_MIN), static_cast<double>(FLT_MAX));
 }
 

@@ -152,7 +152,9 @@ void AppendFile::write(std::string_view text) {
 
 std::string read_input_file(const fs::path& path, uint64_t max_bytes, const std::string& what) {
   const std::string name = path.string();
-  auto cannot = [&](int err) { fail("{}: cannot read the {} ({})", name, what, std::strerror(err)); };
+  auto cannot = [&](int err) {
+    fail("{}: cannot read the {} ({})", name, what, std::strerror(err));
+  };
   // O_NONBLOCK: a FIFO without a writer must not hang the open; reads then block as usual.
   const int fd = open_retry(path.c_str(), O_RDONLY | O_NONBLOCK);
   if (fd < 0) cannot(errno);

@@ -264,9 +264,9 @@ std::string specialization_section(const json& runs, const std::vector<Group>& g
 std::string grid_text(const json& sweep, const std::string& over) {
   const json runs = sweep.value("runs", json::array());
   const int64_t seeds = sweep.value("seeds", int64_t{0});
-  std::string text = fmt::format("{} run{} of {} ({} seed{} per setting).", runs.size(),
-                                 runs.size() == 1 ? "" : "s", sweep.value("config", std::string("?")),
-                                 seeds, seeds == 1 ? "" : "s");
+  std::string text = fmt::format(
+      "{} run{} of {} ({} seed{} per setting).", runs.size(), runs.size() == 1 ? "" : "s",
+      sweep.value("config", std::string("?")), seeds, seeds == 1 ? "" : "s");
   const bool heads = over.find("model.heads") != std::string::npos;
   const bool width = over.find("model.d_model") != std::string::npos ||
                      over.find("model.head_dim") != std::string::npos;
@@ -277,8 +277,8 @@ std::string grid_text(const json& sweep, const std::string& over) {
   if (heads && !width && d_k.size() > 1)
     text += " Same d_model in every run: more heads means narrower heads.";
   else if (heads && d_k.size() == 1)
-    text += fmt::format(" Every head is {} wide: more heads means more attention width.",
-                        *d_k.begin());
+    text +=
+        fmt::format(" Every head is {} wide: more heads means more attention width.", *d_k.begin());
   return text;
 }
 
@@ -290,9 +290,8 @@ std::string render_sweep_report(const json& sweep, const std::vector<SweepRunDat
   std::string over;
   for (const json& k : sweep.value("over", json::array()))
     over += (over.empty() ? "" : ", ") + k.get<std::string>();
-  std::string body =
-      "<header class=\"top\"><h1>headlab sweep over " + svg::escape(over) + "</h1><p>" +
-      svg::escape(grid_text(sweep, over)) + "</p></header>\n";
+  std::string body = "<header class=\"top\"><h1>headlab sweep over " + svg::escape(over) +
+                     "</h1><p>" + svg::escape(grid_text(sweep, over)) + "</p></header>\n";
   body += table_section(runs, groups);
   body += curves_section(runs, groups, data);
   body += specialization_section(runs, groups, data, over);

@@ -111,9 +111,9 @@ void check_save_inputs(const CheckpointData& data, int64_t keep) {
 }
 
 // Moves the finished temporary directory `tmp_name` to `name` and points `latest` at it.
-void install_checkpoint(const fs::path& root, const std::string& name,
-                        const std::string& tmp_name, const std::optional<std::string>& old_latest,
-                        const CheckpointData& data, const std::string& state_text) {
+void install_checkpoint(const fs::path& root, const std::string& name, const std::string& tmp_name,
+                        const std::optional<std::string>& old_latest, const CheckpointData& data,
+                        const std::string& state_text) {
   const fs::path final_dir = root / name, latest_link = root / "latest";
   const std::string trash = fmt::format("{}{}-{}", kTrashPrefix, name, ::getpid());
   struct stat st {};
@@ -209,9 +209,9 @@ StateDict read_tensor_file(const fs::path& path, int64_t step, const char* what)
   for (const NamedTensor& t : file.tensors) {
     const std::string* stored = meta(kChecksumKey + t.name);
     if (!stored) fail("{}: tensor '{}' has no checksum in the metadata", where, t.name);
-    check_checksum(where, fmt::format("tensor '{}'", t.name), *stored,
-                   checksum_hex(t.tensor.data(),
-                                static_cast<size_t>(t.tensor.numel()) * sizeof(float)));
+    check_checksum(
+        where, fmt::format("tensor '{}'", t.name), *stored,
+        checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float)));
   }
   check_finite(file.tensors, where, what);
   return std::move(file.tensors);
@@ -367,9 +367,10 @@ CheckpointData load_checkpoint(const fs::path& run_dir) {
     ReaderLock lock(*dir);
     if (!lock.removed()) return read_checkpoint_files(*dir);
     if (attempt == 8)
-      fail("checkpoint '{}' was removed while it was read, {} times: is something deleting "
-           "checkpoints?",
-           dir->string(), attempt + 1);
+      fail(
+          "checkpoint '{}' was removed while it was read, {} times: is something deleting "
+          "checkpoints?",
+          dir->string(), attempt + 1);
   }
 }
 

@@ -99,7 +99,8 @@ bool is_own_leftover(const fs::path& root, const std::string& name) {
 void remove_leftovers(const fs::path& root, const std::optional<std::string>& latest) {
   for (const std::string& name : list_dir(root)) {
     if ((latest && name == *latest) || !is_own_leftover(root, name)) continue;
-    const long pid = std::max(leftover_pid(name, ".tmp-", true), leftover_pid(name, ".trash-", false));
+    const long pid =
+        std::max(leftover_pid(name, ".tmp-", true), leftover_pid(name, ".trash-", false));
     if (pid >= 0 && alive_other(pid)) continue;
     remove_tree(root / name);
   }
@@ -164,9 +165,10 @@ ReaderLock::ReaderLock(const fs::path& dir) {
   if (rc != 0) fail("cannot lock '{}': {}", dir.string(), std::strerror(errno));
   // Retention renames a directory under its exclusive lock: if it did before we got ours, the
   // name no longer leads to the directory we hold.
-  struct stat held {}, named {};
-  if (::fstat(fd_, &held) != 0 || ::stat(dir.c_str(), &named) != 0 ||
-      held.st_ino != named.st_ino || held.st_dev != named.st_dev)
+  struct stat held {
+  }, named{};
+  if (::fstat(fd_, &held) != 0 || ::stat(dir.c_str(), &named) != 0 || held.st_ino != named.st_ino ||
+      held.st_dev != named.st_dev)
     removed_ = true;
 }
 
@@ -211,8 +213,9 @@ fs::path find_checkpoint(const fs::path& run_dir, const std::string& choice) {
     dir = fs::weakly_canonical(fs::path(choice), ec);
     const fs::path canonical_root = fs::weakly_canonical(root, ec);
     if (ec || dir.parent_path() != canonical_root)
-      fail("--checkpoint {}: not a checkpoint of '{}' (expected step-NNNNNN or a directory in '{}')",
-           choice, run_dir.string(), root.string());
+      fail(
+          "--checkpoint {}: not a checkpoint of '{}' (expected step-NNNNNN or a directory in '{}')",
+          choice, run_dir.string(), root.string());
     dir = root / dir.filename();
   }
   if (!is_complete_checkpoint(dir)) {

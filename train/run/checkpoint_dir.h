@@ -13,8 +13,8 @@ namespace headlab::checkpoint_detail {
 namespace fs = std::filesystem;
 
 // The four files of a checkpoint directory.
-inline constexpr const char* kFiles[] = {"state.json", "model.safetensors",
-                                         "optimizer.safetensors", "config.resolved.toml"};
+inline constexpr const char* kFiles[] = {"state.json", "model.safetensors", "optimizer.safetensors",
+                                         "config.resolved.toml"};
 
 // The entry names of `dir` (without "." and ".."). Throws naming the directory.
 std::vector<std::string> list_dir(const fs::path& dir);

@@ -131,12 +131,14 @@ RunDirPlan check_create(const fs::path& dir, DirKind kind, Marker marker) {
   if (names.size() == 1) return RunDirPlan::adopt_empty;  // only the marker
   const std::string shown = names[0] == kMarker ? names[1] : names[0];
   if (kind == DirKind::sweep)
-    fail("'{}' already holds a sweep ('{}' exists): pass --resume to continue or extend it, or "
-         "choose another --out",
-         dir.string(), shown);
-  fail("'{}' already holds a run ('{}' exists): pass --resume to continue it, --overwrite to "
-       "replace it, or choose another --out",
-       dir.string(), shown);
+    fail(
+        "'{}' already holds a sweep ('{}' exists): pass --resume to continue or extend it, or "
+        "choose another --out",
+        dir.string(), shown);
+  fail(
+      "'{}' already holds a run ('{}' exists): pass --resume to continue it, --overwrite to "
+      "replace it, or choose another --out",
+      dir.string(), shown);
 }
 
 std::string new_id() {
@@ -206,10 +208,16 @@ int lock_dir(const fs::path& dir) {
 }  // namespace
 
 const std::vector<std::string>& run_dir_files() {
-  static const std::vector<std::string> files = {
-      "config.resolved.toml", "metrics.jsonl", "summary.json", "train.log",
-      "run.json",             "heads.json",    "attention.npy", "attention_tokens.json",
-      "report.html",          "timeline.jsonl"};
+  static const std::vector<std::string> files = {"config.resolved.toml",
+                                                 "metrics.jsonl",
+                                                 "summary.json",
+                                                 "train.log",
+                                                 "run.json",
+                                                 "heads.json",
+                                                 "attention.npy",
+                                                 "attention_tokens.json",
+                                                 "report.html",
+                                                 "timeline.jsonl"};
   return files;
 }
 
@@ -279,9 +287,10 @@ RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   if (marker == Marker::none) {
     const std::vector<std::string> names = contents(dir);
     if (names.empty()) return RunDirPlan::adopt_empty;
-    fail("cannot overwrite '{}': headlab did not create it (it holds '{}'); --overwrite replaces "
-         "only a run directory of headlab",
-         dir.string(), names[0]);
+    fail(
+        "cannot overwrite '{}': headlab did not create it (it holds '{}'); --overwrite replaces "
+        "only a run directory of headlab",
+        dir.string(), names[0]);
   }
   read_run_marker(dir, kind);
   if (const std::string foreign = foreign_entry(dir, kind); !foreign.empty())

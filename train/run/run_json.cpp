@@ -76,8 +76,7 @@ json build_provenance() {
 }
 
 json read_run_json(const fs::path& run_dir) {
-  return read_json_file_if_present(run_dir / "run.json", kMaxRunJsonBytes)
-      .value_or(json::object());
+  return read_json_file_if_present(run_dir / "run.json", kMaxRunJsonBytes).value_or(json::object());
 }
 
 void write_run_json(const fs::path& run_dir, const json& doc) {

@@ -131,21 +131,24 @@ void Trainer::restore(ConfigUse use, CheckpointData c) {
   const std::string where = c.dir.string();
   const char* verb = use == ConfigUse::resume ? "resume from" : "evaluate";
   if (!c.run_id.empty() && !run_id().empty() && c.run_id != run_id())
-    fail("cannot {} '{}': it was written by run {}, but '{}' is run {} (a checkpoint copied in "
-         "from another run directory?)",
-         verb, where, c.run_id, run_dir_.string(), run_id());
+    fail(
+        "cannot {} '{}': it was written by run {}, but '{}' is run {} (a checkpoint copied in "
+        "from another run directory?)",
+        verb, where, c.run_id, run_dir_.string(), run_id());
   const Config saved = parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string());
   const std::vector<std::string> diffs = identity_differences(saved, config_, use);
   if (!diffs.empty()) {
     std::string list;
     for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
     if (use == ConfigUse::resume)
-      fail("cannot resume from '{}': the config changes what the run computes ({}); restore "
-           "those values, or start a new run (--overwrite, or another --out)",
-           where, list);
-    fail("cannot evaluate '{}': the config changes what the run computes ({}); only train.eval_* "
-         "and runtime.* may differ from the run's",
-         where, list);
+      fail(
+          "cannot resume from '{}': the config changes what the run computes ({}); restore "
+          "those values, or start a new run (--overwrite, or another --out)",
+          where, list);
+    fail(
+        "cannot evaluate '{}': the config changes what the run computes ({}); only train.eval_* "
+        "and runtime.* may differ from the run's",
+        where, list);
   }
   if (use == ConfigUse::resume && c.step > config_.train.steps)
     fail("cannot resume from '{}': it is at step {} but train.steps is {}", where, c.step,

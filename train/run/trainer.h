@@ -3,8 +3,8 @@
 // exits; the CLI watches it through a TrainObserver).
 //
 // From a validated Config it sets runtime.threads and runtime.backend, builds the task
-// (train/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/). One
-// step s = 1..train.steps is:
+// (train/tasks/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/).
+// One step s = 1..train.steps is:
 //
 //   batch = task.generate(train.seed, s - 1, batch_size)      the data cursor is s - 1
 //   logits = model(batch) (train mode)                        [B, T, C]
@@ -17,12 +17,14 @@
 // Every log_every steps (and the last) a metrics row, every eval_every steps (and the last) an
 // evaluation (NoGradGuard, eval mode, eval_batches x eval_batch_size sentences from eval_seed,
 // the same sentences every time), every checkpoint_every steps (and the last) a checkpoint
-// (train/checkpoint.h). All state a step depends on (parameters, optimizer moments and step,
+// (train/run/checkpoint.h). All state a step depends on (parameters, optimizer moments and step,
 // the dropout generator, the data cursor) is in the checkpoint, so resume() continues
 // bit-identically on the same machine, backend and thread count.
 //
-// Files in the run directory: config.resolved.toml, metrics.jsonl (train/metrics.h),
-// checkpoints/, and summary.json when run() finishes.
+// Files in the run directory: config.resolved.toml, metrics.jsonl (train/run/metrics.h),
+// checkpoints/ (train/run/checkpoint.h), and summary.json when run() finishes. The trainer
+// does not claim the directory: its caller does, once (claim_run_dir, train/run/run_dir.h);
+// the CLI also writes train.log and run.json (train/run/run_json.h) there.
 
 #include <cstdint>
 #include <filesystem>
@@ -33,8 +35,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "train/config/config.h"
 #include "core/state_dict.h"
+#include "train/config/config.h"
 #include "train/run/metrics.h"
 
 namespace headlab {
@@ -68,7 +70,7 @@ class TrainObserver {
   virtual void on_log(const StepMetrics&) {}
   virtual void on_eval(const EvalMetrics&) {}
   virtual void on_checkpoint(int64_t /*step*/, const std::filesystem::path& /*dir*/) {}
-  // Asked after every step: true stops the run there (Ctrl-C in the CLI). The trainer then
+  // Asked after every step: true stops the run there (SIGINT, SIGTERM, SIGHUP in the CLI). It then
   // saves a checkpoint of that step, so --resume continues exactly, and returns with
   // TrainResult::interrupted set (no final evaluation, no summary.json).
   virtual bool should_stop() { return false; }

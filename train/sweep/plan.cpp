@@ -74,8 +74,7 @@ void check_spec(const SweepSpec& spec) {
     runs = std::min<int64_t>(runs * static_cast<int64_t>(a.values.size()), kMaxRuns + 1);
   }
   if (runs > kMaxRuns)
-    fail("the grid has more than {} runs (values x seeds): split it into several sweeps",
-         kMaxRuns);
+    fail("the grid has more than {} runs (values x seeds): split it into several sweeps", kMaxRuns);
 }
 
 // Every run with its overrides, origins, values and seed, in grid order (directories not yet
@@ -140,12 +139,12 @@ RunState resume_state(const SweepRun& r, const Config& planned) {
   const std::vector<std::string> diffs =
       identity_differences(load_run_config(config_file), planned, ConfigUse::resume);
   if (!diffs.empty())
-    fail("--resume: run '{}' was trained with another config than this grid gives it ({}): "
-         "restore the values, or sweep into another --out",
-         r.dir.string(), join(diffs, "; "));
+    fail(
+        "--resume: run '{}' was trained with another config than this grid gives it ({}): "
+        "restore the values, or sweep into another --out",
+        r.dir.string(), join(diffs, "; "));
   const std::optional<nlohmann::json> summary = read_json_file_if_present(r.dir / "summary.json");
-  if (summary && summary->value("steps", int64_t{-1}) == planned.train.steps)
-    return RunState::done;
+  if (summary && summary->value("steps", int64_t{-1}) == planned.train.steps) return RunState::done;
   return latest_checkpoint(r.dir) ? RunState::resume : RunState::overwrite;
 }
 
