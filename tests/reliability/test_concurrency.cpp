@@ -74,6 +74,24 @@ std::vector<int64_t> metric_steps(const fs::path& run) {
   return steps;
 }
 
+// The newest training step in metrics.jsonl (a torn last line is skipped), 0 if none.
+int64_t newest_step(const fs::path& run) {
+  int64_t newest = 0;
+  std::string text;
+  try {
+    text = read_bytes(run / "metrics.jsonl");
+  } catch (const std::exception&) {
+    return 0;
+  }
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+    if (row.is_object() && row.contains("step") && row["step"].is_number_integer())
+      newest = std::max(newest, row["step"].get<int64_t>());
+  }
+  return newest;
+}
+
 // A run that trains for a long time (stopped by SIGTERM when the test is done with it).
 std::vector<std::string> live_args(const fs::path& dir, std::vector<std::string> extra) {
   extra.insert(extra.end(), {"--set", "train.steps=100000", "--set", "schedule.warmup_steps=5"});
@@ -198,8 +216,9 @@ TEST_CASE("train: concurrency a live sweep and its runs have one writer each") {
   CHECK_FALSE(locked(child));
 }
 
-// SIGTERM, SIGINT and SIGHUP at moments drawn from a fixed seed, each session continued with
-// the command its interrupt line gives; the finished run equals an uninterrupted one bit for bit.
+// SIGTERM, SIGINT and SIGHUP at moments drawn from a fixed seed (one to eight steps into a
+// session, then up to 2 ms), each session continued with the command its interrupt line gives;
+// the finished run equals an uninterrupted one bit for bit.
 TEST_CASE(
     "train: signals at random moments stop with a checkpoint, and the pasted command continues") {
   TempDir tmp("signals");
@@ -213,15 +232,15 @@ TEST_CASE(
   std::vector<std::string> next = train_args(run, longer);
   int interrupted = 0, finished_first = 0;
   const int signals[] = {SIGTERM, SIGINT, SIGHUP};
+  int64_t at_step = 0;  // where the last session stopped
   for (int k = 0; k < 12 && !present(run / "summary.json"); ++k) {
     const int sig = signals[k % 3];
-    const uint64_t log_size = present(run / "train.log") ? fs::file_size(run / "train.log") : 0;
     CliProcess p(next);
-    // Once this session has claimed the run (its log line is written), at a random moment.
-    wait_until(
-        [&] { return present(run / "train.log") && fs::file_size(run / "train.log") > log_size; });
-    std::this_thread::sleep_for(std::chrono::duration<double>(
-        std::uniform_real_distribution<double>(0.0, 0.1)(rng) * ref.seconds));
+    // A few steps into this session (the moment drawn from the seed), then a sub-step delay.
+    const int64_t steps = std::uniform_int_distribution<int64_t>(1, 8)(rng);
+    wait_until([&] { return newest_step(run) >= at_step + steps || !p.running(); });
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::uniform_int_distribution<int>(0, 2000)(rng)));
     p.signal(sig);
     const RunResult r = p.wait();
     if (r.exit_code == 0) {
@@ -245,6 +264,7 @@ TEST_CASE(
     REQUIRE(!hint.empty());
     CHECK(hint[0] == HEADLAB_CLI);
     next.assign(hint.begin() + 1, hint.end());
+    at_step = std::stoll(line.substr(head.size()));
     // The checkpoint it names is complete: eval reads and verifies it.
     const RunResult e = run_cli({"eval", run.string(), "--json"});
     CHECK_MESSAGE(e.exit_code == 0, e.describe());

@@ -121,21 +121,24 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
     return 128 + signal;
   }
   // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
-  const bool stopped = stop_signal() != 0;
-  if (!a.no_analysis && !stopped) analyze_after_train(trainer);
+  // A stop signal after the last step: the run is complete; the analysis is skipped if it had
+  // not started, or finishes (its files are written whole) and the signal is reported after it.
+  const bool skip_analysis = stop_signal() != 0;
+  if (!a.no_analysis && !skip_analysis) analyze_after_train(trainer);
   const std::string summary = summary_text(result, trainer.config());
   fmt::print("{}", summary);
   flush_stdout();
   Output::get().log_lines(summary);
   record_session_end(out, "finished", result.steps);
-  if (stopped) {
-    const int signal = stop_signal();
-    Output::get().final_line(
-        fmt::format("headlab: interrupted by {} after the last step: the run is complete{}",
-                    signal_name(signal),
-                    a.no_analysis ? ""
-                                  : fmt::format("; the analysis was skipped: headlab analyze {}",
-                                                shell_command({out.string()}))));
+  if (const int signal = stop_signal(); signal != 0) {
+    const std::string analysis =
+        a.no_analysis    ? ""
+        : skip_analysis ? fmt::format("; the analysis was skipped: headlab analyze {}",
+                                      shell_command({out.string()}))
+                        : std::string("; the analysis was written");
+    Output::get().final_line(fmt::format("headlab: interrupted by {} after the last step: the "
+                                         "run is complete{}",
+                                         signal_name(signal), analysis));
     return 128 + signal;
   }
   return kOk;
