@@ -1,7 +1,11 @@
 #include "layers/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "layers/dropout.h"
@@ -97,9 +101,10 @@ void LayerOptions::type_error(std::string_view key, const OptionValue& v,
 
 int64_t LayerOptions::get_int(std::string_view key, int64_t fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const int64_t* n = v->get_if<int64_t>()) return *n;
-  type_error(key, *v, "an integer");
+  const int64_t* n = v ? v->get_if<int64_t>() : &fallback;
+  if (!n) type_error(key, *v, "an integer");
+  resolved_.set(std::string(key), OptionValue(*n));
+  return *n;
 }
 
 int64_t LayerOptions::require_int(std::string_view key) {
@@ -109,24 +114,43 @@ int64_t LayerOptions::require_int(std::string_view key) {
 
 float LayerOptions::get_float(std::string_view key, float fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const double* f = v->get_if<double>()) return static_cast<float>(*f);
-  if (const int64_t* n = v->get_if<int64_t>()) return static_cast<float>(*n);
-  type_error(key, *v, "a number");
+  double value = fallback;
+  if (v) {
+    if (const double* f = v->get_if<double>())
+      value = *f;
+    else if (const int64_t* n = v->get_if<int64_t>())
+      value = static_cast<double>(*n);
+    else
+      type_error(key, *v, "a number");
+  }
+  // The layer computes in fp32: a number that becomes 0, a denormal or infinity there would
+  // silently be another value (an eps of 1e-46 is 0).
+  const float f = static_cast<float>(value);
+  if (value != 0 && (f == 0 || std::fpclassify(f) == FP_SUBNORMAL || !std::isfinite(f)))
+    fail("layers: option '{}' of layer '{}' is {} which is {} in fp32{}", key, layer_, value,
+         std::isfinite(f) ? "0 or a denormal" : "infinite",
+         v && !v->where.empty() ? " (" + v->where + ")" : "");
+  // Recorded as the double nearest the float's shortest decimal form (1e-05, not
+  // 9.99999974737875e-06): the value the layer uses, spelled as people write it.
+  resolved_.set(std::string(key), OptionValue(std::stod(fmt::format("{}", f))));
+  return f;
 }
 
 bool LayerOptions::get_bool(std::string_view key, bool fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const bool* b = v->get_if<bool>()) return *b;
-  type_error(key, *v, "a boolean");
+  const bool* b = v ? v->get_if<bool>() : &fallback;
+  if (!b) type_error(key, *v, "a boolean");
+  resolved_.set(std::string(key), OptionValue(*b));
+  return *b;
 }
 
 std::string LayerOptions::get_string(std::string_view key, std::string_view fallback) {
   const OptionValue* v = find(key);
-  if (!v) return std::string(fallback);
-  if (const std::string* s = v->get_if<std::string>()) return *s;
-  type_error(key, *v, "a string");
+  const std::string fallback_text(fallback);
+  const std::string* s = v ? v->get_if<std::string>() : &fallback_text;
+  if (!s) type_error(key, *v, "a string");
+  resolved_.set(std::string(key), OptionValue(*s));
+  return *s;
 }
 
 void LayerOptions::check_all_used() const {
@@ -214,20 +238,31 @@ void check_layer_kind(std::string_view name, LayerKind kind, std::string_view sl
 std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
                                           const OptionMap& inherited, Rng& init_rng,
                                           std::shared_ptr<Rng> dropout_rng) {
-  const Entry& kind = find_entry(name);
+  const Entry& entry = find_entry(name);
   LayerOptions reader(std::string(name), options, inherited, init_rng, std::move(dropout_rng));
-  std::shared_ptr<SequenceLayer> layer = kind.make(reader);
+  std::shared_ptr<SequenceLayer> layer = entry.make(reader);
   reader.check_all_used();
   if (!layer) fail("layers: the factory of layer '{}' returned null", name);
   return layer;
 }
 
+OptionMap resolved_layer_options(const LayerSpec& spec, const OptionMap& inherited) {
+  const Entry& entry = find_entry(spec.name);
+  Rng throwaway(0);
+  LayerOptions reader(spec.name, spec.options, inherited, throwaway);
+  entry.make(reader);
+  reader.check_all_used();
+  OptionMap out = reader.resolved();
+  out.sort();
+  return out;
+}
+
 int64_t layer_parameter_count(const LayerSpec& spec, const OptionMap& inherited) {
-  const Entry& kind = find_entry(spec.name);
+  const Entry& entry = find_entry(spec.name);
   Rng rng(0);  // a counter draws nothing; a built layer is thrown away
-  if (kind.count) {
+  if (entry.count) {
     LayerOptions reader(spec.name, spec.options, inherited, rng);
-    return kind.count(reader);
+    return entry.count(reader);
   }
   int64_t n = 0;
   for (const NamedParameter& p : make_layer(spec, inherited, rng)->named_parameters())

@@ -66,6 +66,9 @@ class LayerOptions {
 
   // Keys asked for so far, in order.
   const std::vector<std::string>& known_keys() const { return known_; }
+  // Every key asked for with the value it got (the own table's, the inherited one or the
+  // fallback), in order.
+  const OptionMap& resolved() const { return resolved_; }
   // Throws "layers: unknown option 'epss' for layer 'layer_norm' (known: d_model, eps, ...)"
   // for every key of the own table that was never asked for.
   void check_all_used() const;
@@ -81,6 +84,7 @@ class LayerOptions {
   Rng& init_rng_;
   std::shared_ptr<Rng> dropout_rng_;
   std::vector<std::string> known_;
+  OptionMap resolved_;
 };
 
 // A registry name plus that layer's own options: what a config slot holds, e.g.
@@ -141,6 +145,12 @@ inline std::shared_ptr<SequenceLayer> make_layer(const LayerSpec& spec, const Op
                                                  std::shared_ptr<Rng> dropout_rng = nullptr) {
   return make_layer(spec.name, spec.options, inherited, init_rng, std::move(dropout_rng));
 }
+
+// Every option the layer make_layer(spec, inherited, ...) reads, with the value it uses (its own,
+// inherited or its default), sorted by name: the layer is built once from a throwaway
+// generator. Two specs that differ only in spelled-out defaults give equal maps. Throws what
+// make_layer throws.
+OptionMap resolved_layer_options(const LayerSpec& spec, const OptionMap& inherited);
 
 // The parameter count of the layer make_layer(spec, inherited, ...) would build: from the
 // layer's counter when it has one (nothing allocated), else by building it once. Throws what

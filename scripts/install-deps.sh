@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev
   libopenblas-openmp-dev libopenblas0-pthread
   libfmt-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
+  libxxhash-dev
   python3 python3-numpy
   chromium chromium-driver python3-selenium
 )

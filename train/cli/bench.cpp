@@ -21,6 +21,7 @@
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 
 namespace headlab::cli {
 namespace {
@@ -38,13 +39,13 @@ void add_step_options(CLI::App& cmd, bench::StepBenchOptions& o) {
   cmd.add_option("--preset", o.preset,
                  "Time the training step of the PyTorch reference's encoder: S, M or L")
       ->check(CLI::IsMember({"S", "M", "L"}));
-  cmd.add_option("--steps", o.steps, "Timed training steps (default: S 200, M 100, L 20)")
-      ->check(CLI::Range(2, 1000000));
-  cmd.add_option("--warmup", o.warmup, "Warm-up steps before timing (default: S 20, M 10, L 5)")
-      ->check(CLI::Range(1, 1000000));
+  add_int_option(cmd, "--steps", o.steps, 2, 1000000,
+                 "Timed training steps (default: S 200, M 100, L 20)");
+  add_int_option(cmd, "--warmup", o.warmup, 1, 1000000,
+                 "Warm-up steps before timing (default: S 20, M 10, L 5)");
   cmd.add_option("--backend", o.backend, "Kernel backend for --preset: auto, reference, blas, onednn");
-  cmd.add_option("--seed", o.seed, "Seed of the parameters and the batch (--preset)")
-      ->check(CLI::Range(0, 1 << 30));
+  add_int_option(cmd, "--seed", o.seed, 0, 1 << 30,
+                 "Seed of the parameters and the batch (--preset)");
 }
 
 void print_step_bench(const json& r) {
@@ -110,11 +111,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--kernels", opts->kernels,
                 "Matmul GFLOP/s at the encoder's shapes per backend and thread count, beside "
                 "the FMA peak, and the other kernels' time per call");
-  cmd->add_option("--threads", opts->kernel.threads,
-                  "Only this thread count (default: 1 and all cores)")
-      ->check(CLI::Range(0, 1024));
-  cmd->add_option("--reps", opts->kernel.reps, "Timed repetitions per entry (median reported)")
-      ->check(CLI::Range(1, 1000));
+  add_int_option(*cmd, "--threads", opts->kernel.threads, 0, 1024,
+                 "Only this thread count (default: 1 and all cores)");
+  add_int_option(*cmd, "--reps", opts->kernel.reps, 1, 1000,
+                 "Timed repetitions per entry (median reported)");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
   cmd->callback([opts, &exit_code] {
     if (!opts->step.preset.empty()) {  // training step; --threads 0 means 1 here

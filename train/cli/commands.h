@@ -11,6 +11,7 @@
 
 namespace headlab {
 class Trainer;
+struct CheckpointData;
 }
 
 namespace headlab::cli {
@@ -38,5 +39,15 @@ void load_run_plugins(const std::filesystem::path& run_dir);
 void record_run_plugins(const std::filesystem::path& run_dir);
 // "plugins: none", or each loaded plugin with its sha256 and what it registered.
 std::string plugins_text();
+// The run and checkpoint that `eval` and `analyze` read (eval.cpp): RUN_DIR may itself be one of
+// the run's checkpoint directories; checkpoint "" means the latest.
+struct RunCheckpoint {
+  std::filesystem::path run_dir;
+  std::string checkpoint;
+};
+// Checks that the run directory is headlab's. Throws headlab::Error.
+RunCheckpoint resolve_run_checkpoint(const std::string& run_dir, const std::string& checkpoint);
+// Loads and verifies the chosen checkpoint (the latest is re-read if retention removes it).
+CheckpointData load_run_checkpoint(const RunCheckpoint& rc);
 
 }  // namespace headlab::cli

@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "layers/layer_checks.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 
 namespace headlab::cli {
 namespace {
@@ -86,8 +87,8 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--json", json, "One JSON object per line and check");
   cmd->add_option("--seed", seed, "Seed of every case's inputs")->capture_default_str();
-  cmd->add_option("--threads", threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
-      ->capture_default_str();
+  add_int_option(*cmd, "--threads", threads, 0, 1024,
+                 "Threads for oneDNN and OpenBLAS (0: all cores; default 1)");
   cmd->add_option("--only", only, "Run only the cases with this name (e.g. softmax)");
   add_plugin_option(cmd, plugins);  // their layers get the registry's generic case
   cmd->callback([&exit_code] {

@@ -38,9 +38,7 @@ void load_plugin_flags(const std::vector<std::string>& plugins) {
 }
 
 void load_run_plugins(const fs::path& run_dir) {
-  const std::optional<RunInfo> info = read_run_info(run_dir);
-  if (!info) return;
-  for (const PluginRecord& p : info->plugins) {
+  for (const PluginRecord& p : read_run_plugins(run_dir)) {
     try {
       load_plugin(p.path, p.sha256);
     } catch (const Error& e) {
@@ -50,15 +48,15 @@ void load_run_plugins(const fs::path& run_dir) {
 }
 
 void record_run_plugins(const fs::path& run_dir) {
-  RunInfo info = read_run_info(run_dir).value_or(RunInfo{});
+  std::vector<PluginRecord> records = read_run_plugins(run_dir);
   for (const LoadedPlugin& p : loaded_plugins()) {
-    const bool known =
-        std::any_of(info.plugins.begin(), info.plugins.end(),
-                    [&](const PluginRecord& r) { return r.path == p.path.string(); });
-    if (!known) info.plugins.push_back({p.path.string(), p.sha256});
+    const bool known = std::any_of(records.begin(), records.end(), [&](const PluginRecord& r) {
+      return r.path == p.path.string();
+    });
+    if (!known) records.push_back({p.path.string(), p.sha256});
   }
   make_directories(run_dir);
-  write_run_info(run_dir, info);
+  write_run_plugins(run_dir, records);
 }
 
 std::string plugins_text() {

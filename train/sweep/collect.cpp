@@ -1,8 +1,9 @@
+// Collecting a sweep: what each run left (summary.json, heads.json), sweep.json, sweep.csv and the
+// report.
+
 #include "train/sweep/sweep.h"
 
 #include <algorithm>
-#include <fstream>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -11,7 +12,6 @@
 #include "train/io/files.h"
 #include "train/io/json.h"
 #include "train/report/report.h"
-#include "train/run/run_dir.h"
 
 namespace headlab {
 namespace {
@@ -19,23 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
-// "model.heads" + "4" -> "heads-4"; characters outside [A-Za-z0-9.+-] become '_'.
-std::string dir_part(const std::string& key, const std::string& value) {
-  std::string name = key.substr(key.rfind('.') + 1) + "-" + value;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+') c = '_';
-  return name;
-}
-
+// A value in sweep.json: a JSON number, boolean or array as its text parses, else the string.
 json value_json(const std::string& text) {
+  if (!text.empty() && (text[0] == '"' || text[0] == '\'')) return json(plain_value(text));
   json v = json::parse(text, nullptr, false);
-  return v.is_discarded() ? json(text) : v;
+  return v.is_discarded() ? json(plain_value(text)) : v;
 }
 
 // A run file, or null with the reason in `error` (a sweep reports a broken run, never fails).
@@ -57,77 +45,6 @@ std::string csv_field(const std::string& s) {
 }
 
 }  // namespace
-
-SweepAxis parse_over(const std::string& text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos) fail("--over {}: expected KEY=V1,V2,... (no '=')", text);
-  SweepAxis axis;
-  axis.key = trim(text.substr(0, eq));
-  if (axis.key.empty()) fail("--over {}: the key before '=' is empty", text);
-  const std::string list = text.substr(eq + 1);
-  int depth = 0;
-  char quote = 0;
-  std::string cur;
-  for (size_t i = 0; i <= list.size(); ++i) {
-    const char c = i < list.size() ? list[i] : ',';
-    if (quote) {
-      if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '[' || c == '{') {
-      ++depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      const std::string v = trim(cur);
-      if (v.empty()) fail("--over {}: value {} is empty", text, axis.values.size() + 1);
-      axis.values.push_back(v);
-      cur.clear();
-      continue;
-    }
-    cur += c;
-  }
-  if (quote || depth != 0) fail("--over {}: unbalanced brackets or quotes", text);
-  return axis;
-}
-
-std::vector<SweepRun> plan_sweep(const SweepSpec& spec, bool fresh_dirs) {
-  if (spec.over.empty()) fail("sweep: give at least one --over KEY=V1,V2,...");
-  if (spec.seeds < 1) fail("sweep: --seeds is {} but must be >= 1", spec.seeds);
-  std::set<std::string> keys;
-  for (const SweepAxis& a : spec.over) {
-    if (!keys.insert(a.key).second) fail("sweep: --over {} is given twice", a.key);
-    if (a.key == "train.seed") fail("sweep: --over train.seed is not allowed; use --seeds N");
-  }
-  const Config base = load_config(spec.config, spec.sets);
-
-  std::vector<SweepRun> runs;
-  std::vector<size_t> index(spec.over.size(), 0);
-  while (true) {
-    for (int64_t s = 0; s < spec.seeds; ++s) {
-      SweepRun run;
-      run.overrides = spec.sets;
-      std::string name;
-      for (size_t k = 0; k < spec.over.size(); ++k) {
-        const SweepAxis& a = spec.over[k];
-        run.values.emplace_back(a.key, a.values[index[k]]);
-        run.overrides.push_back(a.key + "=" + a.values[index[k]]);
-        name += dir_part(a.key, a.values[index[k]]) + "_";
-      }
-      run.seed_index = s;
-      run.seed = base.train.seed + s;
-      run.overrides.push_back(fmt::format("train.seed={}", run.seed));
-      run.dir = spec.out_dir / fmt::format("{}seed-{}", name, run.seed);
-      load_config(spec.config, run.overrides);  // validates the run's config before anything runs
-      if (fresh_dirs) check_run_dir(run.dir, false);
-      runs.push_back(std::move(run));
-    }
-    size_t k = spec.over.size();  // odometer: the last axis turns fastest
-    while (k > 0 && ++index[k - 1] == spec.over[k - 1].values.size()) index[--k] = 0;
-    if (k == 0) break;
-  }
-  return runs;
-}
 
 SweepOutcome collect_run(const SweepRun& run) {
   SweepOutcome out;
@@ -154,7 +71,7 @@ SweepOutcome collect_run(const SweepRun& run) {
     out.s_max = spec.value("s_max", 0.0);
     out.n_claimed = spec.value("n_claimed", int64_t{0});
     try {
-      const Config c = load_config(run.dir / "config.resolved.toml");
+      const Config c = load_run_config(run.dir / "config.resolved.toml");
       out.d_k = c.model.head_dim > 0 ? c.model.head_dim : c.model.d_model / c.model.heads;
     } catch (const Error&) {
       out.d_k = 0;
@@ -203,7 +120,7 @@ std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>&
   const json doc = sweep_to_json(spec, outcomes);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const SweepOutcome& o = outcomes[i];
-    for (const auto& kv : o.run.values) csv += csv_field(kv.second) + ",";
+    for (const auto& kv : o.run.values) csv += csv_field(plain_value(kv.second)) + ",";
     csv += fmt::format("{},", o.run.seed);
     if (o.ok) {
       csv += fmt::format("{:.6f},{},{:.3f},{:.6f},{:.6f},{},", o.eval_accuracy,
