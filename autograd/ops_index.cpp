@@ -34,7 +34,10 @@ Var embedding(const Var& weight, std::span<const int32_t> ids, const Shape& ids_
   shape.push_back(dim);
   Var out = make_output(kOp, shape, {&weight});
   ew::gather_rows(weight.value().data(), dim, ids.data(), n, out.value().data());
-  if (!out.requires_grad()) return out;
+  if (!out.requires_grad()) {
+    profile_event(ProfileEvent::forward_done, kOp);  // record() is not reached
+    return out;
+  }
 
   // The caller's ids may be gone by backward: keep a copy, bit for bit, in a pooled buffer.
   Tensor id_bits = Tensor::empty(Shape{n});

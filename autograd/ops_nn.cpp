@@ -81,7 +81,10 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     if (targets[r] != ignore_index) total -= logp[r * classes + targets[r]];
   Var out = make_output(kOp, Shape{1}, {&logits});
   out.value()[0] = count == 0 ? 0.0f : static_cast<float>(total / static_cast<double>(count));
-  if (!out.requires_grad()) return out;
+  if (!out.requires_grad()) {
+    profile_event(ProfileEvent::forward_done, kOp);  // record() is not reached
+    return out;
+  }
 
   const double inv = count == 0 ? 0.0 : 1.0 / static_cast<double>(count);
   for (int64_t r = 0; r < rows; ++r) {

@@ -10,13 +10,12 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <map>
-#include <tuple>
 #include <vector>
 
 #include "autograd/grad_mode.h"
 #include "bench/alloc_counter.h"
 #include "bench/fma_peak.h"
+#include "bench/gemm_only.h"
 #include "core/kernels/kernels.h"
 #include "core/storage.h"
 #include "core/tensor.h"
@@ -100,94 +99,6 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-// Floats a GEMM operand spans: `batch` items `stride` apart, each `rows` rows `ld` apart of
-// `cols` values.
-int64_t operand_extent(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
-  if (batch == 0 || rows == 0 || cols == 0) return 0;
-  return (batch - 1) * stride + (rows - 1) * ld + cols;
-}
-
-using GemmKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, float, float, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t>;
-GemmKey key_of(const GemmDesc& g) {
-  const GemmDesc d = g.resolved();
-  return {d.trans_a, d.trans_b, d.m,   d.n,     d.k,        d.alpha,    d.beta,
-          d.lda,     d.ldb,     d.ldc, d.batch, d.stride_a, d.stride_b, d.stride_c};
-}
-
-// Collects the descriptors of the products the kernels run (fused attention included).
-struct GemmRecorder final : GemmObserver {
-  std::vector<GemmDesc> descs;
-  void on_gemm(const GemmDesc& d) override { descs.push_back(d); }
-};
-
-struct GemmOnly {
-  double ms = 0.0;
-  int64_t calls = 0;
-  json shapes = json::array();  // per distinct descriptor: count and median us per call
-};
-
-// Times every distinct descriptor of `descs` on the active backend (median of `reps` timed
-// batches after a warm-up call) and sums count x median. Operands are shared buffers of small
-// values (beta = 1 accumulation stays finite).
-GemmOnly time_gemms(const std::vector<GemmDesc>& descs, int reps) {
-  std::map<GemmKey, std::pair<GemmDesc, int64_t>> distinct;
-  int64_t max_a = 1, max_b = 1, max_c = 1;
-  for (const GemmDesc& g : descs) {
-    auto [it, fresh] = distinct.try_emplace(key_of(g), g, 0);
-    ++it->second.second;
-    const GemmDesc d = g.resolved();
-    max_a = std::max(max_a, operand_extent(d.batch, d.stride_a, d.trans_a ? d.k : d.m,
-                                           d.trans_a ? d.m : d.k, d.lda));
-    max_b = std::max(max_b, operand_extent(d.batch, d.stride_b, d.trans_b ? d.n : d.k,
-                                           d.trans_b ? d.k : d.n, d.ldb));
-    max_c = std::max(max_c, operand_extent(d.batch, d.stride_c, d.m, d.n, d.ldc));
-  }
-  auto filled = [](int64_t n) {
-    Tensor t = Tensor::empty({n});
-    for (int64_t i = 0; i < n; ++i) t[i] = static_cast<float>((i * 7919) % 97) * 1e-4f - 0.005f;
-    return t;
-  };
-  Tensor a = filled(max_a), b = filled(max_b), c = filled(max_c);
-  const Kernels& k = kernels();
-  GemmOnly out;
-  for (const auto& [key, entry] : distinct) {
-    const auto& [d, count] = entry;
-    k.gemm(d, a.data(), b.data(), c.data());  // creates a cached primitive
-    // Enough calls per timed batch to last ~2 ms, so the clock's resolution does not matter.
-    const auto t0 = Clock::now();
-    k.gemm(d, a.data(), b.data(), c.data());
-    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-    const int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(2e-3 / (once + 1e-9)), 1, 1000);
-    std::vector<double> per_call;
-    for (int r = 0; r < reps; ++r) {
-      const auto s0 = Clock::now();
-      for (int64_t i = 0; i < iters; ++i) k.gemm(d, a.data(), b.data(), c.data());
-      per_call.push_back(std::chrono::duration<double>(Clock::now() - s0).count() /
-                         static_cast<double>(iters));
-    }
-    const double s = median(per_call);
-    out.ms += 1e3 * s * static_cast<double>(count);
-    out.calls += count;
-    const GemmDesc r = d.resolved();
-    out.shapes.push_back(
-        {{"m", r.m},
-         {"n", r.n},
-         {"k", r.k},
-         {"batch", r.batch},
-         {"trans_a", r.trans_a},
-         {"trans_b", r.trans_b},
-         {"beta", r.beta},
-         {"lda", r.lda},
-         {"ldb", r.ldb},
-         {"ldc", r.ldc},
-         {"count", count},
-         {"us_per_call", 1e6 * s},
-         {"gflops", 2.0 * static_cast<double>(r.m * r.n * r.k * r.batch) / s * 1e-9}});
-  }
-  return out;
-}
-
 struct Timed {
   std::vector<double> ms, clean;  // every timed call, and those without foreign CPU use
   double foreign_total = 0.0;
@@ -247,7 +158,8 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   set_gemm_observer(&recorder);
   subject.train_step();
   set_gemm_observer(nullptr);
-  const GemmOnly gemm = time_gemms(recorder.descs, 5);
+  GemmTimer timer;
+  const GemmOnly gemm = time_gemms(recorder.descs, timer);
 
   std::vector<double> sorted = train.ms;
   std::sort(sorted.begin(), sorted.end());
@@ -281,6 +193,7 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"infer_gflops_per_s", fwd / (infer_med * 1e-3) * 1e-9},
       {"gemm_only_ms", gemm.ms},
       {"gemm_calls_per_step", gemm.calls},
+      {"gemm_flops_per_step", gemm.flops},
       {"step_over_gemm_only", gemm.ms > 0 ? med / gemm.ms : 0.0},
       {"gemm_shapes", gemm.shapes},
       {"peak_rss_mb", rss_mb},

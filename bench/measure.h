@@ -1,6 +1,7 @@
 #pragma once
-// The measuring half of `headlab bench --preset`: given a training step and an inference forward
-// of some model, times them as bench/torch_reference.py times PyTorch's, so the figures compare.
+// The measuring half of `headlab bench --preset` and `--config`: given a training step and an
+// inference forward of some model, times them as bench/torch_reference.py times PyTorch's, so the
+// figures compare.
 //
 //   StepSubject s{.train_step = [&] { ...; return loss; }, .forward = [&] { ... },
 //                 .forward_flops = F};

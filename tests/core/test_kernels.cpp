@@ -383,3 +383,15 @@ TEST_CASE("core: backend names parse and auto resolves to a fixed backend") {
   CHECK(std::string(backend_name(parse_backend("auto"))) != "auto");
   CHECK_THROWS_WITH_AS(parse_backend("mkl"), doctest::Contains("mkl"), Error);
 }
+
+TEST_CASE("core: OpenBLAS core names map to the vector width of their kernels") {
+  CHECK(openblas_core_vector_bits("Haswell") == 256);
+  CHECK(openblas_core_vector_bits("Zen") == 256);
+  CHECK(openblas_core_vector_bits("SkylakeX") == 512);
+  CHECK(openblas_core_vector_bits("COOPERLAKE") == 512);
+  CHECK(openblas_core_vector_bits("Prescott") == 128);
+  const BlasInfo info = blas_info();  // whatever this machine runs: consistent fields
+  CHECK(info.core_vector_bits == openblas_core_vector_bits(info.core_name));
+  CHECK(info.cpu_vector_bits >= 128);
+  CHECK(openblas_core_vector_bits(info.best_core) == info.cpu_vector_bits);
+}

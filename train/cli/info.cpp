@@ -17,6 +17,23 @@ struct InfoOptions {
   std::string backend = "auto";
 };
 
+// OpenBLAS runs narrower kernels than the CPU has: say why, what it costs and how to fix it.
+void print_blas_warning(const BlasInfo& blas) {
+  const std::string why =
+      blas.coretype_env.empty()
+          ? std::string("this OpenBLAS does not recognise the CPU")
+          : fmt::format("OPENBLAS_CORETYPE={} is set in the environment", blas.coretype_env);
+  fmt::print(
+      "warning: OpenBLAS runs its {} kernels ({}-bit vectors) on a CPU with {}-bit vectors,\n"
+      "  because {}.\n"
+      "  Products through OpenBLAS (the blas backend; PyTorch and NumPy on this machine,\n"
+      "  which load the system OpenBLAS in the same environment) run at a fraction of the\n"
+      "  CPU's speed; the onednn backend is not affected. For a benchmark, start the\n"
+      "  program measured with OPENBLAS_CORETYPE={} (bench/compare.sh runs PyTorch both\n"
+      "  ways and compares headlab with the faster).\n",
+      blas.core_name, blas.core_vector_bits, blas.cpu_vector_bits, why, blas.best_core);
+}
+
 void print_info(const InfoOptions& o) {
   set_num_threads(o.threads);
   set_backend(parse_backend(o.backend));
@@ -31,6 +48,7 @@ void print_info(const InfoOptions& o) {
              blas.num_threads, hardware_threads());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
+  if (blas.core_vector_bits < blas.cpu_vector_bits) print_blas_warning(blas);
 }
 
 }  // namespace
