@@ -101,8 +101,15 @@ double peak_rss_mb() {
 
 struct Timed {
   std::vector<double> ms, clean;  // every timed call, and those without foreign CPU use
+  std::vector<double> cpu_ms;     // this thread's CPU time of every call
   double foreign_total = 0.0;
 };
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
 
 // Runs f `warmup` times untimed, then `count` times timed.
 template <class F>
@@ -113,9 +120,11 @@ Timed time_calls(F&& f, int warmup, int count, const ContentionMonitor& monitor)
   t.clean.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     const double f0 = monitor.foreign_now();
+    const double c0 = thread_cpu_ms();
     const auto t0 = Clock::now();
     f();
     const double ms = ms_since(t0);
+    t.cpu_ms.push_back(thread_cpu_ms() - c0);
     const double foreign = monitor.foreign_now() - f0;
     t.ms.push_back(ms);
     t.foreign_total += std::max(0.0, foreign);
@@ -181,10 +190,12 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"train_step_ms_min", sorted.front()},
       {"steps_clean", train.clean.size()},
       {"train_step_ms_median_clean", median_or_null(train.clean)},
+      {"train_step_cpu_ms_median", median(train.cpu_ms)},
       {"foreign_cpu_s_during_train", train.foreign_total},
       {"infer_fwd_ms_median", infer_med},
       {"infer_steps_clean", infer.clean.size()},
       {"infer_fwd_ms_median_clean", median_or_null(infer.clean)},
+      {"infer_fwd_cpu_ms_median", median(infer.cpu_ms)},
       {"fwd_matmul_flops", fwd},
       {"train_flops_approx", train_flops},
       {"achieved_gflops", achieved},

@@ -24,9 +24,13 @@ namespace headlab::bench {
 struct ProfileOptions {
   int warmup = 1;
   int steps = 2;
+  // Time on this thread's CPU clock instead of the wall clock: with one thread, the figures of a
+  // machine other processes share (the clock stops while they have the core; each reading is a
+  // system call of about a microsecond, charged to no row).
+  bool cpu_clock = false;
 };
 
-// {"profile_steps", "step_ms_median" (with the hook installed), "rows_ms_total", "gemm_only_ms",
+// {"clock", "profile_steps", "step_ms_median" (with the hook installed), "rows_ms_total", "gemm_only_ms",
 //  "rows": [{"kind", "op", "calls", "ms", "share", "gemm_only_ms", "gemm_calls"}] sorted by ms}.
 nlohmann::json profile_steps(const StepSubject& subject, const ProfileOptions& options);
 

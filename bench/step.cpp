@@ -42,7 +42,8 @@ json run_step_bench(const StepBenchOptions& o, int threads) {
 json run_step_profile(const StepBenchOptions& o, int threads) {
   Workload w = make_workload(o, threads);
   const json r = profile_steps(w.subject, {.warmup = o.warmup > 0 ? o.warmup : w.warmup,
-                                           .steps = o.steps > 0 ? o.steps : w.steps});
+                                           .steps = o.steps > 0 ? o.steps : w.steps,
+                                           .cpu_clock = o.cpu_clock});
   return described(r, w);
 }
 

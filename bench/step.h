@@ -38,6 +38,7 @@ struct StepBenchOptions {
   int warmup = 0;                 // 0: the workload's default
   std::string backend;            // empty: the config's runtime.backend (presets: auto)
   int seed = 0;                   // presets: parameters and batch
+  bool cpu_clock = false;         // --profile on the thread's CPU clock
 };
 
 // What measure_steps and profile_steps run, what it is (merged into their reports), its default

@@ -16,9 +16,9 @@
 
 #include <omp.h>
 
-#include "core/kernels/attention_blocks.h"
-#include "core/kernels/attention_gemm.h"
-#include "core/kernels/attention_softmax.h"
+#include "core/kernels/simd/attention_blocks.h"
+#include "core/kernels/simd/attention_gemm.h"
+#include "core/kernels/simd/attention_softmax.h"
 #include "core/kernels/backends.h"
 #include "core/kernels/fast.h"
 #include "core/tensor.h"

@@ -1,5 +1,8 @@
-// The onednn flavour of FastKernels: matmul, softmax, log-softmax, layer normalization and
-// eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h.
+// The onednn flavour of FastKernels: softmax, log-softmax, layer normalization and eltwise
+// primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h; matrix
+// products by headlab's own GEMM where the CPU has AVX-512 (gemm.h: faster than oneDNN's
+// matmul at these shapes, allocation-free, and beta = 1 adds exactly the beta = 0 result),
+// oneDNN's matmul primitive elsewhere.
 
 #include <algorithm>
 #include <array>
@@ -7,6 +10,7 @@
 #include <limits>
 
 #include "core/kernels/backends.h"
+#include "core/kernels/simd/gemm.h"
 #include "core/kernels/onednn_cache.h"
 
 namespace headlab {
@@ -139,6 +143,7 @@ size_t onednn_cached_primitives() {
 }
 
 void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b, float* c) const {
+  if (fast::own_gemm_available()) return fast::gemm(desc, a, b, c);
   GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;
   if (d.k == 0) return scale_only(d, c);

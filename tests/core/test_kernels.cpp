@@ -303,27 +303,26 @@ TEST_CASE("core: relu and gelu parity, forward and backward") {
 }
 
 TEST_CASE("core: onednn primitives are cached per shape and per thread count") {
+  // Softmax runs a oneDNN primitive on every CPU (matrix products take headlab's own GEMM where
+  // the CPU has AVX-512).
   Rng rng(51);
   const Kernels& k = kernels_for(Backend::onednn);
   const int saved = num_threads();
-  GemmDesc d;
-  d.m = 33, d.n = 31, d.k = 29;
-  const auto a = random_vec(33 * 29, rng), b = random_vec(29 * 31, rng);
-  std::vector<float> c(33 * 31), want(33 * 31);
-  kernels_for(Backend::reference).gemm(d, a.data(), b.data(), want.data());
+  const int64_t rows = 33, cols = 29;
+  const auto x = random_vec(rows * cols, rng);
+  std::vector<float> y(rows * cols), want(rows * cols);
+  kernels_for(Backend::reference).softmax_forward(x.data(), want.data(), rows, cols);
   set_num_threads(1);
-  k.gemm(d, a.data(), b.data(), c.data());
+  k.softmax_forward(x.data(), y.data(), rows, cols);
   const size_t after_first = onednn_cached_primitives();
-  k.gemm(d, a.data(), b.data(), c.data());
+  k.softmax_forward(x.data(), y.data(), rows, cols);
   CHECK(onednn_cached_primitives() == after_first);  // same shape: no new primitive
   set_num_threads(2);
-  std::fill(c.begin(), c.end(), 0.0f);
-  k.gemm(d, a.data(), b.data(), c.data());
+  std::fill(y.begin(), y.end(), 0.0f);
+  k.softmax_forward(x.data(), y.data(), rows, cols);
   CHECK(onednn_cached_primitives() == after_first + 1);  // new thread count: new primitive
-  CHECK(worst(c, want, 1e-5, 1e-5) <= 0.0);
-  d.m = 34;  // a new shape
-  std::vector<float> a2(34 * 29, 0.5f), c2(34 * 31);
-  k.gemm(d, a2.data(), b.data(), c2.data());
+  CHECK(worst(y, want, 1e-5, 1e-6) <= 0.0);
+  k.softmax_forward(x.data(), y.data(), rows - 1, cols);  // a new shape
   CHECK(onednn_cached_primitives() == after_first + 2);
   set_num_threads(saved);
 }
@@ -346,11 +345,16 @@ TEST_CASE("core: onednn kernels are safe to call from several threads at once") 
       const auto a = random_vec(m * k, rng), b = random_vec(k * n, rng);
       std::vector<float> want(d.m * d.n), c(d.m * d.n);
       kernels_for(Backend::reference).gemm(d, a.data(), b.data(), want.data());
+      std::vector<float> sm_want(a.size()), sm(a.size());  // a oneDNN primitive per shape
+      kernels_for(Backend::reference).softmax_forward(a.data(), sm_want.data(), m, k - t % 2);
       for (int it = 0; it < 1000; ++it) {
         std::fill(c.begin(), c.end(), 0.0f);
         kernels_for(Backend::onednn).gemm(d, a.data(), b.data(), c.data());
         for (size_t i = 0; i < c.size(); ++i)
           if (std::fabs(c[i] - want[i]) > 1e-4f) ++bad[t];
+        kernels_for(Backend::onednn).softmax_forward(a.data(), sm.data(), m, k - t % 2);
+        for (int64_t i = 0; i < m * (k - t % 2); ++i)
+          if (std::fabs(sm[i] - sm_want[i]) > 1e-5f) ++bad[t];
       }
     });
   for (auto& th : threads) th.join();

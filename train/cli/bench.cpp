@@ -73,10 +73,11 @@ std::string workload_line(const json& r) {
 
 void print_step_bench(const json& r) {
   fmt::print("training step, {}\n", workload_line(r));
-  fmt::print("  step ms     median {:.3f}  p10 {:.3f}  p90 {:.3f}  ({} steps, {} clean)\n",
+  fmt::print("  step ms     median {:.3f}  p10 {:.3f}  p90 {:.3f}  ({} steps, {} clean); "
+             "thread CPU {:.3f}\n",
              r["train_step_ms_median"].get<double>(), r["train_step_ms_p10"].get<double>(),
              r["train_step_ms_p90"].get<double>(), r["steps"].get<int>(),
-             r["steps_clean"].get<size_t>());
+             r["steps_clean"].get<size_t>(), r["train_step_cpu_ms_median"].get<double>());
   fmt::print("  inference   {:.3f} ms per forward\n", r["infer_fwd_ms_median"].get<double>());
   fmt::print(
       "  achieved    {:.1f} GFLOP/s ({:.3f} GFLOP per step), {:.0f}% of the FMA peak "
@@ -165,6 +166,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reps", opts->kernel.reps, "Timed repetitions per entry (median reported)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
+  cmd->add_flag("--cpu-clock", opts->step.cpu_clock,
+                "--profile on the thread's CPU clock (one thread on a shared machine)");
   cmd->add_flag("--profile", opts->profile,
                 "With --preset or --config: one step's time by op (forward, backward, optimizer), "
                 "each beside the GEMM-only time of its products");

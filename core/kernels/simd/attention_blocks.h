@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/kernels/attention_softmax.h"
+#include "core/kernels/simd/attention_softmax.h"
 
 namespace headlab::fast {
 
@@ -33,12 +33,13 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE KeyLanes key_lanes(int64_t keys, const floa
   k.nv = static_cast<int>((keys + 15) / 16);
   for (int v = 0; v < k.nv; ++v) {
     const int64_t left = keys - 16 * v;
-    k.live[v] = left >= 16 ? static_cast<__mmask16>(0xffff)
-                           : static_cast<__mmask16>((1u << left) - 1);
+    k.live[v] =
+        left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
     k.open[v] = k.live[v];
     if (kpm)
-      k.open[v] &= ~_mm512_mask_cmp_ps_mask(k.live[v], _mm512_maskz_loadu_ps(k.live[v], kpm + 16 * v),
-                                            _mm512_setzero_ps(), _CMP_NEQ_UQ);
+      k.open[v] &=
+          ~_mm512_mask_cmp_ps_mask(k.live[v], _mm512_maskz_loadu_ps(k.live[v], kpm + 16 * v),
+                                   _mm512_setzero_ps(), _CMP_NEQ_UQ);
   }
   return k;
 }
@@ -131,7 +132,8 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void dscores_block(const float* dout, int64
     for (int v = 0; v < NV; ++v) {
       pv[v] = _mm512_maskz_loadu_ps(kl.live[v], p + i * keys + 16 * v);
       if (mult)
-        g[i][v] = _mm512_mul_ps(g[i][v], _mm512_maskz_loadu_ps(kl.live[v], mult + i * keys + 16 * v));
+        g[i][v] =
+            _mm512_mul_ps(g[i][v], _mm512_maskz_loadu_ps(kl.live[v], mult + i * keys + 16 * v));
       dot = _mm512_fmadd_ps(pv[v], g[i][v], dot);
     }
     const __m512 dv = _mm512_set1_ps(reduce16<false>(dot));
@@ -141,38 +143,8 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void dscores_block(const float* dout, int64
   }
 }
 
-// ---- transposes: dst [cols][width] = src^T for src [rows, cols] (rows ld apart, cols <= 64), lanes
-// [rows, width) of dst zero; width = 16 NV >= rows. In 16 x 16 tiles held in registers.
-
-HEADLAB_AVX512_TARGET HEADLAB_INLINE __m512 unpack_pd(__m512 a, __m512 b, bool hi) {
-  const __m512d x = _mm512_castps_pd(a), y = _mm512_castps_pd(b);
-  return _mm512_castpd_ps(hi ? _mm512_unpackhi_pd(x, y) : _mm512_unpacklo_pd(x, y));
-}
-
-// r[0..16) rows -> r[0..16) columns.
-HEADLAB_AVX512_TARGET HEADLAB_INLINE void transpose16(__m512 (&r)[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // groups of four rows
-    r[4 * i] = unpack_pd(t[4 * i], t[4 * i + 2], false);
-    r[4 * i + 1] = unpack_pd(t[4 * i], t[4 * i + 2], true);
-    r[4 * i + 2] = unpack_pd(t[4 * i + 1], t[4 * i + 3], false);
-    r[4 * i + 3] = unpack_pd(t[4 * i + 1], t[4 * i + 3], true);
-  }
-  for (int i = 0; i < 4; ++i) {  // 128-bit lanes: rows 0-7 and 8-15 separately
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-  }
-}
+// ---- transposes: dst [cols][width] = src^T for src [rows, cols] (rows ld apart, cols <= 64),
+// lanes [rows, width) of dst zero; width = 16 NV >= rows. In 16 x 16 tiles held in registers.
 
 HEADLAB_AVX512_TARGET HEADLAB_INLINE void transpose_to_lanes(const float* src, int64_t ld,
                                                              int64_t rows, int64_t cols, float* dst,
