@@ -89,10 +89,10 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
   const bool drop = is_training() && options_.attn_dropout > 0.0f;
 
-  // Fast path (self-attention, no weights asked, gate all ones): one GEMM for Q, K and V and the
-  // fused attention op; the same function as below.
-  if (query.node() == key.node() && query.node() == value.node() && !need_weights &&
-      gate_is_identity()) {
+  // Fast path (self-attention, no weights asked): one GEMM for Q, K and V, the fused attention
+  // op and, unless the gate is all ones, the gate on the merged heads; the same function as
+  // below.
+  if (query.node() == key.node() && query.node() == value.node() && !need_weights) {
     const Var ws[] = {w_q->weight, w_k->weight, w_v->weight};
     const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
     packed::ensure_values_packed(ws);  // re-packs values that were reassigned
@@ -105,7 +105,9 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
     ao.attn_mask = attn_mask;
     ao.dropout = drop ? options_.attn_dropout : 0.0f;
     ao.rng = dropout_rng_.get();
-    return {w_o->forward(self_attention(qkv, ao)), Var()};
+    Var heads = self_attention(qkv, ao);  // [B, T, h*d]
+    if (!gate_is_identity()) heads = head_gate_merged(heads, gate_);
+    return {w_o->forward(heads), Var()};
   }
 
   // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads

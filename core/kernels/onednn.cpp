@@ -1,5 +1,6 @@
-// The onednn flavour of FastKernels: softmax, log-softmax, layer normalization and eltwise
-// primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h; matrix
+// The onednn flavour of FastKernels: softmax and log-softmax backward, layer normalization and
+// eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h;
+// the softmax and log-softmax forwards by fast_softmax.cpp where the CPU has AVX-512; matrix
 // products by headlab's own GEMM where the CPU has AVX-512 (gemm.h: faster than oneDNN's
 // matmul at these shapes, allocation-free, and beta = 1 adds exactly the beta = 0 result),
 // oneDNN's matmul primitive elsewhere.
@@ -10,6 +11,7 @@
 #include <limits>
 
 #include "core/kernels/backends.h"
+#include "core/kernels/fast.h"
 #include "core/kernels/simd/gemm.h"
 #include "core/kernels/onednn_cache.h"
 
@@ -159,6 +161,7 @@ void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b,
 
 void OneDnnKernels::softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const {
   if (rows == 0 || cols == 0) return;
+  if (fast::avx512_enabled()) return fast::softmax_rows(x, y, rows, cols);
   softmax_entry<dnnl::softmax_forward>(Op::softmax_fwd, rows, cols).execute({x, y});
   fix_masked_rows(x, y, rows, cols, 0.0f);
 }
@@ -173,6 +176,7 @@ void OneDnnKernels::softmax_backward(const float* y, const float* dy, float* dx,
 void OneDnnKernels::log_softmax_forward(const float* x, float* y, int64_t rows,
                                         int64_t cols) const {
   if (rows == 0 || cols == 0) return;
+  if (fast::avx512_enabled()) return fast::log_softmax_rows(x, y, rows, cols);
   softmax_entry<dnnl::logsoftmax_forward>(Op::log_softmax_fwd, rows, cols).execute({x, y});
   fix_masked_rows(x, y, rows, cols, kNegInf);
 }

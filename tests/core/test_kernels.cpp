@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/kernels/kernels.h"
 #include "core/kernels/backends.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "tests/core/kernel_test_util.h"
@@ -303,26 +303,32 @@ TEST_CASE("core: relu and gelu parity, forward and backward") {
 }
 
 TEST_CASE("core: onednn primitives are cached per shape and per thread count") {
-  // Softmax runs a oneDNN primitive on every CPU (matrix products take headlab's own GEMM where
-  // the CPU has AVX-512).
+  // Layer normalization runs a oneDNN primitive on every CPU (products and the softmax
+  // forwards take headlab's own kernels where the CPU has AVX-512).
   Rng rng(51);
   const Kernels& k = kernels_for(Backend::onednn);
   const int saved = num_threads();
   const int64_t rows = 33, cols = 29;
   const auto x = random_vec(rows * cols, rng);
-  std::vector<float> y(rows * cols), want(rows * cols);
-  kernels_for(Backend::reference).softmax_forward(x.data(), want.data(), rows, cols);
+  std::vector<float> y(rows * cols), want(rows * cols), mean(rows), rstd(rows);
+  kernels_for(Backend::reference)
+      .layer_norm_forward(x.data(), nullptr, nullptr, want.data(), mean.data(), rstd.data(), rows,
+                          cols, 1e-5f);
+  auto run = [&](int64_t r) {
+    k.layer_norm_forward(x.data(), nullptr, nullptr, y.data(), mean.data(), rstd.data(), r, cols,
+                         1e-5f);
+  };
   set_num_threads(1);
-  k.softmax_forward(x.data(), y.data(), rows, cols);
+  run(rows);
   const size_t after_first = onednn_cached_primitives();
-  k.softmax_forward(x.data(), y.data(), rows, cols);
+  run(rows);
   CHECK(onednn_cached_primitives() == after_first);  // same shape: no new primitive
   set_num_threads(2);
   std::fill(y.begin(), y.end(), 0.0f);
-  k.softmax_forward(x.data(), y.data(), rows, cols);
+  run(rows);
   CHECK(onednn_cached_primitives() == after_first + 1);  // new thread count: new primitive
-  CHECK(worst(y, want, 1e-5, 1e-6) <= 0.0);
-  k.softmax_forward(x.data(), y.data(), rows - 1, cols);  // a new shape
+  CHECK(worst(y, want, 1e-5, 1e-5) <= 0.0);
+  run(rows - 1);  // a new shape
   CHECK(onednn_cached_primitives() == after_first + 2);
   set_num_threads(saved);
 }
@@ -345,16 +351,22 @@ TEST_CASE("core: onednn kernels are safe to call from several threads at once") 
       const auto a = random_vec(m * k, rng), b = random_vec(k * n, rng);
       std::vector<float> want(d.m * d.n), c(d.m * d.n);
       kernels_for(Backend::reference).gemm(d, a.data(), b.data(), want.data());
-      std::vector<float> sm_want(a.size()), sm(a.size());  // a oneDNN primitive per shape
-      kernels_for(Backend::reference).softmax_forward(a.data(), sm_want.data(), m, k - t % 2);
+      // Layer normalization: a oneDNN primitive per shape, shared by each pair of threads.
+      const int64_t cols = k - t % 2;
+      std::vector<float> sm_want(a.size()), sm(a.size()), mean(m), rstd(m);
+      kernels_for(Backend::reference)
+          .layer_norm_forward(a.data(), nullptr, nullptr, sm_want.data(), mean.data(), rstd.data(),
+                              m, cols, 1e-5f);
       for (int it = 0; it < 1000; ++it) {
         std::fill(c.begin(), c.end(), 0.0f);
         kernels_for(Backend::onednn).gemm(d, a.data(), b.data(), c.data());
         for (size_t i = 0; i < c.size(); ++i)
           if (std::fabs(c[i] - want[i]) > 1e-4f) ++bad[t];
-        kernels_for(Backend::onednn).softmax_forward(a.data(), sm.data(), m, k - t % 2);
-        for (int64_t i = 0; i < m * (k - t % 2); ++i)
-          if (std::fabs(sm[i] - sm_want[i]) > 1e-5f) ++bad[t];
+        kernels_for(Backend::onednn)
+            .layer_norm_forward(a.data(), nullptr, nullptr, sm.data(), mean.data(), rstd.data(), m,
+                                cols, 1e-5f);
+        for (int64_t i = 0; i < m * cols; ++i)
+          if (std::fabs(sm[i] - sm_want[i]) > 1e-4f) ++bad[t];
       }
     });
   for (auto& th : threads) th.join();
