@@ -35,14 +35,18 @@ GemmKey gemm_key(const GemmDesc& d);
 // buffers of small values (beta = 1 accumulation stays finite), grown as needed.
 class GemmTimer {
  public:
-  explicit GemmTimer(int reps = 5) : reps_(reps) {}
+  // cpu_clock: on this thread's CPU clock (one thread on a shared machine), else the wall clock.
+  explicit GemmTimer(int reps = 5, bool cpu_clock = false) : reps_(reps), cpu_(cpu_clock) {}
   // Seconds per call of d on the active backend.
   double seconds(const GemmDesc& d);
 
  private:
   void reserve(const GemmDesc& d);
 
+  double now() const;
+
   int reps_;
+  bool cpu_;
   std::map<GemmKey, double> seconds_;
   Tensor a_, b_, c_;
 };

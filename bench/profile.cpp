@@ -149,7 +149,7 @@ json profile_steps(const StepSubject& subject, const ProfileOptions& o) {
             [](const Row& a, const Row& b) { return median(a.ms) > median(b.ms); });
   double total = 0.0;
   for (const Row& r : rows) total += median(r.ms);
-  GemmTimer timer;
+  GemmTimer timer(5, o.cpu_clock);
   json out_rows = json::array();
   double gemm_ms = 0.0;
   for (const Row& r : rows) {

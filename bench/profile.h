@@ -24,9 +24,10 @@ namespace headlab::bench {
 struct ProfileOptions {
   int warmup = 1;
   int steps = 2;
-  // Time on this thread's CPU clock instead of the wall clock: with one thread, the figures of a
-  // machine other processes share (the clock stops while they have the core; each reading is a
-  // system call of about a microsecond, charged to no row).
+  // Time on this thread's CPU clock instead of the wall clock (the rows and their GEMM-only
+  // time): with one thread, the figures of a machine other processes share (the clock stops
+  // while they have the core; each reading is a system call of about a microsecond, charged to
+  // no row).
   bool cpu_clock = false;
 };
 
