@@ -51,6 +51,8 @@ def parse_args():
     p.add_argument("--python", default=os.environ.get("TORCH_PYTHON", "/usr/bin/python3"))
     p.add_argument("--reference", default=os.environ.get("TORCH_REFERENCE",
                                                          os.path.join(HERE, "torch_reference.py")))
+    p.add_argument("--baseline", help="another headlab executable (an earlier build) run in the same "
+                                      "rotation: the table adds its ms and the speed-up over it")
     p.add_argument("--json", help="also write every run's report to this file")
     a = p.parse_args()
     a.presets = [s.strip() for s in a.presets.split(",") if s.strip()]
@@ -105,8 +107,8 @@ def torch_cmd(a, preset, threads, core):
     return cmd
 
 
-def headlab_cmd(a, preset, threads):
-    return [a.headlab, "bench", "--preset", preset, "--threads", str(threads), "--steps",
+def headlab_cmd(a, preset, threads, exe=None):
+    return [exe or a.headlab, "bench", "--preset", preset, "--threads", str(threads), "--steps",
             str(a.steps[preset]), "--warmup", str(WARMUP[preset]), "--json"]
 
 
@@ -116,13 +118,17 @@ def med(xs):
 
 def measure_pair(a, preset, threads, torch_settings, log):
     """All rounds of one (preset, threads): {who: [(report, rss)]} and the per-round ratios."""
-    programs = ["headlab"] + ["torch-" + s for s in torch_settings]
+    programs = ["headlab"] + (["baseline"] if a.baseline else []) + ["torch-" + s for s in torch_settings]
     runs = {who: [] for who in programs}
     for i in range(a.rounds):
         order = programs[i % len(programs):] + programs[:i % len(programs)]
         for who in order:
-            cmd = headlab_cmd(a, preset, threads) if who == "headlab" else \
-                torch_cmd(a, preset, threads, who[len("torch-"):])
+            if who == "headlab":
+                cmd = headlab_cmd(a, preset, threads)
+            elif who == "baseline":
+                cmd = headlab_cmd(a, preset, threads, a.baseline)
+            else:
+                cmd = torch_cmd(a, preset, threads, who[len("torch-"):])
             rep, rss, wall = run(cmd)
             runs[who].append((rep, rss))
             log.append({"who": who, "preset": preset, "threads": threads, "round": i,
@@ -136,16 +142,20 @@ def measure_pair(a, preset, threads, torch_settings, log):
 
 def summarize(preset, threads, runs):
     ms = lambda who: med([r["train_step_ms_median"] for r, _ in runs[who]])
-    torch = [w for w in runs if w != "headlab"]
+    torch = [w for w in runs if w.startswith("torch-")]
     best = min(torch, key=ms)  # the faster PyTorch setting
     hl = [r for r, _ in runs["headlab"]]
     ratios = [t["train_step_ms_median"] / h["train_step_ms_median"] for (t, _), h in zip(runs[best], hl)]
     clean = [t["train_step_ms_median_clean"] / h["train_step_ms_median_clean"]
              for (t, _), h in zip(runs[best], hl)
              if h.get("train_step_ms_median_clean") and t.get("train_step_ms_median_clean")]
+    base = [b["train_step_ms_median"] / h["train_step_ms_median"] for (b, _), h in zip(runs["baseline"], hl)] \
+        if "baseline" in runs else []
     return {
         "preset": preset, "threads": threads,
         "headlab_ms": ms("headlab"),
+        "baseline_ms": ms("baseline") if base else None,
+        "speedup_over_baseline": med(base) if base else None,
         "torch_ms": {w[len("torch-"):]: ms(w) for w in torch},
         "torch_core": {w[len("torch-"):]: runs[w][0][0].get("openblas_corename") for w in torch},
         "compared_with": best[len("torch-"):],
@@ -162,7 +172,9 @@ def summarize(preset, threads, runs):
 
 
 def print_table(rows, settings):
-    hdr = ("| preset | threads | headlab ms | " + " | ".join("PyTorch ms ({})".format(s) for s in settings) +
+    with_base = rows and rows[0]["baseline_ms"] is not None
+    hdr = ("| preset | threads | headlab ms | " + ("baseline ms | speed-up | " if with_base else "") +
+           " | ".join("PyTorch ms ({})".format(s) for s in settings) +
            " | ratios vs faster | median ratio | target | clean-step ratio | GEMM-only ms | step / GEMM-only"
            " | % of FMA peak | allocs/step | peak RSS MB (headlab / torch) |")
     print(hdr)
@@ -173,8 +185,9 @@ def print_table(rows, settings):
         clean = "-" if r["clean_ratio"] != r["clean_ratio"] else "{:.2f}x".format(r["clean_ratio"])
         torch = " | ".join("{:.2f}{}".format(r["torch_ms"][s], "*" if s == r["compared_with"] else "")
                            for s in settings)
-        print("| {} | {} | {:.2f} | {} | {} | **{:.2f}x** | {}{} | {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f} | {:.0f} / {:.0f} |"
-              .format(r["preset"], r["threads"], r["headlab_ms"], torch,
+        base = "{:.2f} | {:.2f}x | ".format(r["baseline_ms"], r["speedup_over_baseline"]) if with_base else ""
+        print("| {} | {} | {:.2f} | {}{} | {} | **{:.2f}x** | {}{} | {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f} | {:.0f} / {:.0f} |"
+              .format(r["preset"], r["threads"], r["headlab_ms"], base, torch,
                       " ".join("{:.2f}".format(x) for x in r["ratios"]), r["ratio"],
                       "-" if target is None else "{:.2f}x".format(target), verdict, clean,
                       r["gemm_only_ms"], r["step_over_gemm"], 100 * r["peak_fraction"], r["allocs"],
