@@ -324,7 +324,10 @@ HEADLAB_AVX512_TARGET void gemm_avx512(const GemmDesc& d, const float* a, const 
         for (int64_t j = 0; j < plan.panels; ++j) pack(bi, kb, 0, j);
         // (the implicit barrier: B is packed)
         if (r0 < r1) run(bi, kb, t, 0, r0, r1);
+        // The next k block or item repacks B: wait until every thread is done with it.
+        if (kb + 1 < plan.k_blocks || bi + 1 < d.batch) {
 #pragma omp barrier
+        }
       }
   }
 }
