@@ -118,6 +118,7 @@ Timed time_calls(F&& f, int warmup, int count, const ContentionMonitor& monitor)
   Timed t;
   t.ms.reserve(static_cast<size_t>(count));
   t.clean.reserve(static_cast<size_t>(count));
+  t.cpu_ms.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     const double f0 = monitor.foreign_now();
     const double c0 = thread_cpu_ms();

@@ -1,6 +1,7 @@
 // The onednn flavour of FastKernels: softmax and log-softmax backward, layer normalization and
 // eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h;
-// the softmax and log-softmax forwards by fast_softmax.cpp where the CPU has AVX-512; matrix
+// where the CPU has AVX-512 the softmax and log-softmax forwards (fast_softmax.cpp) and the
+// layer normalization (fast_layer_norm.cpp) by headlab's vectorized loops instead; matrix
 // products by headlab's own GEMM where the CPU has AVX-512 (gemm.h: faster than oneDNN's
 // matmul at these shapes, allocation-free, and beta = 1 adds exactly the beta = 0 result),
 // oneDNN's matmul primitive elsewhere.
@@ -195,6 +196,8 @@ void OneDnnKernels::layer_norm_forward(const float* x, const float* gamma, const
                                        float* y, float* mean, float* rstd, int64_t rows,
                                        int64_t cols, float eps) const {
   if (rows == 0 || cols == 0) return;
+  if (fast::avx512_enabled())
+    return fast::layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, cols, eps);
   const auto flags = norm_flags(gamma != nullptr, beta != nullptr);
   Entry& e = onednn::cached(
       make_key(Op::layer_norm_fwd, static_cast<uint32_t>(flags), {rows, cols}, eps), [&](Entry& f) {
@@ -231,6 +234,8 @@ void OneDnnKernels::layer_norm_backward(const float* x, const float* gamma, cons
                                         const float* rstd, const float* dy, float* dx,
                                         float* dgamma, float* dbeta, int64_t rows,
                                         int64_t cols) const {
+  if (fast::avx512_enabled())
+    return fast::layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, rows, cols);
   if (cols == 0) return;
   if (rows == 0) {
     if (dgamma) std::fill_n(dgamma, cols, 0.0f);

@@ -303,32 +303,26 @@ TEST_CASE("core: relu and gelu parity, forward and backward") {
 }
 
 TEST_CASE("core: onednn primitives are cached per shape and per thread count") {
-  // Layer normalization runs a oneDNN primitive on every CPU (products and the softmax
-  // forwards take headlab's own kernels where the CPU has AVX-512).
+  // GELU runs a oneDNN eltwise primitive on every CPU (products, softmax forwards and layer
+  // normalization take headlab's own kernels where the CPU has AVX-512).
   Rng rng(51);
   const Kernels& k = kernels_for(Backend::onednn);
   const int saved = num_threads();
-  const int64_t rows = 33, cols = 29;
-  const auto x = random_vec(rows * cols, rng);
-  std::vector<float> y(rows * cols), want(rows * cols), mean(rows), rstd(rows);
-  kernels_for(Backend::reference)
-      .layer_norm_forward(x.data(), nullptr, nullptr, want.data(), mean.data(), rstd.data(), rows,
-                          cols, 1e-5f);
-  auto run = [&](int64_t r) {
-    k.layer_norm_forward(x.data(), nullptr, nullptr, y.data(), mean.data(), rstd.data(), r, cols,
-                         1e-5f);
-  };
+  const int64_t n = 33 * 29;
+  const auto x = random_vec(n, rng);
+  std::vector<float> y(n), want(n);
+  kernels_for(Backend::reference).gelu_forward(x.data(), want.data(), n);
   set_num_threads(1);
-  run(rows);
+  k.gelu_forward(x.data(), y.data(), n);
   const size_t after_first = onednn_cached_primitives();
-  run(rows);
+  k.gelu_forward(x.data(), y.data(), n);
   CHECK(onednn_cached_primitives() == after_first);  // same shape: no new primitive
   set_num_threads(2);
   std::fill(y.begin(), y.end(), 0.0f);
-  run(rows);
+  k.gelu_forward(x.data(), y.data(), n);
   CHECK(onednn_cached_primitives() == after_first + 1);  // new thread count: new primitive
-  CHECK(worst(y, want, 1e-5, 1e-5) <= 0.0);
-  run(rows - 1);  // a new shape
+  CHECK(worst(y, want, 1e-5, 1e-6) <= 0.0);
+  k.gelu_forward(x.data(), y.data(), n - 1);  // a new shape
   CHECK(onednn_cached_primitives() == after_first + 2);
   set_num_threads(saved);
 }
@@ -351,20 +345,16 @@ TEST_CASE("core: onednn kernels are safe to call from several threads at once") 
       const auto a = random_vec(m * k, rng), b = random_vec(k * n, rng);
       std::vector<float> want(d.m * d.n), c(d.m * d.n);
       kernels_for(Backend::reference).gemm(d, a.data(), b.data(), want.data());
-      // Layer normalization: a oneDNN primitive per shape, shared by each pair of threads.
+      // GELU: a oneDNN primitive per shape, shared by each pair of threads.
       const int64_t cols = k - t % 2;
-      std::vector<float> sm_want(a.size()), sm(a.size()), mean(m), rstd(m);
-      kernels_for(Backend::reference)
-          .layer_norm_forward(a.data(), nullptr, nullptr, sm_want.data(), mean.data(), rstd.data(),
-                              m, cols, 1e-5f);
+      std::vector<float> sm_want(a.size()), sm(a.size());
+      kernels_for(Backend::reference).gelu_forward(a.data(), sm_want.data(), m * cols);
       for (int it = 0; it < 1000; ++it) {
         std::fill(c.begin(), c.end(), 0.0f);
         kernels_for(Backend::onednn).gemm(d, a.data(), b.data(), c.data());
         for (size_t i = 0; i < c.size(); ++i)
           if (std::fabs(c[i] - want[i]) > 1e-4f) ++bad[t];
-        kernels_for(Backend::onednn)
-            .layer_norm_forward(a.data(), nullptr, nullptr, sm.data(), mean.data(), rstd.data(), m,
-                                cols, 1e-5f);
+        kernels_for(Backend::onednn).gelu_forward(a.data(), sm.data(), m * cols);
         for (int64_t i = 0; i < m * cols; ++i)
           if (std::fabs(sm[i] - sm_want[i]) > 1e-4f) ++bad[t];
       }
