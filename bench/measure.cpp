@@ -100,9 +100,16 @@ double peak_rss_mb() {
 }
 
 struct Timed {
+  explicit Timed(int calls) : count(static_cast<size_t>(calls)) {
+    // The vectors' room is made here, before anything is counted.
+    ms.reserve(static_cast<size_t>(count));
+    clean.reserve(static_cast<size_t>(count));
+    cpu_ms.reserve(static_cast<size_t>(count));
+  }
   std::vector<double> ms, clean;  // every timed call, and those without foreign CPU use
   std::vector<double> cpu_ms;     // this thread's CPU time of every call
   double foreign_total = 0.0;
+  size_t count;
 };
 
 double thread_cpu_ms() {
@@ -111,15 +118,11 @@ double thread_cpu_ms() {
   return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
 }
 
-// Runs f `warmup` times untimed, then `count` times timed.
+// Runs f `warmup` times untimed, then t.count times timed into t.
 template <class F>
-Timed time_calls(F&& f, int warmup, int count, const ContentionMonitor& monitor) {
+void time_calls(F&& f, int warmup, Timed& t, const ContentionMonitor& monitor) {
   for (int i = 0; i < warmup; ++i) f();
-  Timed t;
-  t.ms.reserve(static_cast<size_t>(count));
-  t.clean.reserve(static_cast<size_t>(count));
-  t.cpu_ms.reserve(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {
+  for (size_t i = 0; i < t.count; ++i) {
     const double f0 = monitor.foreign_now();
     const double c0 = thread_cpu_ms();
     const auto t0 = Clock::now();
@@ -131,7 +134,6 @@ Timed time_calls(F&& f, int warmup, int count, const ContentionMonitor& monitor)
     t.foreign_total += std::max(0.0, foreign);
     if (foreign < monitor.tick()) t.clean.push_back(ms);
   }
-  return t;
 }
 
 json median_or_null(const std::vector<double>& v) {
@@ -150,16 +152,16 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   };
   // Allocations are counted over the timed steps only (the warm-up creates the caches).
   for (int i = 0; i < o.warmup; ++i) step();
+  Timed train(o.steps), infer(o.steps);
   const int64_t new_before = operator_new_calls();
   const size_t pool_before = storage_pool_stats().heap_allocations;
-  const Timed train = time_calls(step, 0, o.steps, monitor);
+  time_calls(step, 0, train, monitor);
   const int64_t new_calls = operator_new_calls() - new_before;
   const size_t pool_allocs = storage_pool_stats().heap_allocations - pool_before;
-  Timed infer;
   {
     NoGradGuard no_grad;
     subject.set_training(false);
-    infer = time_calls(subject.forward, o.warmup, o.steps, monitor);
+    time_calls(subject.forward, o.warmup, infer, monitor);
     subject.set_training(true);
   }
   const double rss_mb = peak_rss_mb();
