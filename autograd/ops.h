@@ -121,6 +121,9 @@ Var masked_fill(const Var& x, const Tensor& mask, float value);
 Var where(const Tensor& mask, const Var& a, const Var& b);
 // Per-head gate: x [B, h, T, d] * gate[h] ([h]); ablation (gate 0) and importance (dL/dgate).
 Var head_gate(const Var& x, const Var& gate);
+// head_gate on the merged layout: x [B, T, h d] (heads side by side, as self_attention returns
+// it), gate [h]; equals merge_heads(head_gate(split_heads(x, h), gate)).
+Var head_gate_merged(const Var& x, const Var& gate);
 
 // ---- fused (ops_fused.cpp): one kernel pass and one tape entry where composed ops take
 // several; each equals the composition named beside it (tests compare the two).

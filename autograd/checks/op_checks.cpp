@@ -163,14 +163,11 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
 }
 
 std::vector<std::string> differentiable_op_names() {
-  return {"matmul",     "batched_matmul", "add",         "sub",         "mul",
-          "scale",      "relu",           "gelu",        "dropout",     "sigmoid",
-          "tanh",       "exp",            "log",         "sqrt",        "pow",
-          "div",        "sum",            "mean",        "max",         "reshape",
-          "transpose",  "concat",         "slice",       "split_heads", "merge_heads",
-          "softmax",    "log_softmax",    "cross_entropy", "layer_norm", "embedding",
-          "masked_fill", "where",         "head_gate",   "linear",      "linear_cat",
-          "add_layer_norm", "self_attention"};
+  return {"matmul", "batched_matmul", "add", "sub", "mul", "scale", "relu", "gelu", "dropout",
+          "sigmoid", "tanh", "exp", "log", "sqrt", "pow", "div", "sum", "mean", "max", "reshape",
+          "transpose", "concat", "slice", "split_heads", "merge_heads", "softmax", "log_softmax",
+          "cross_entropy", "layer_norm", "embedding", "masked_fill", "where", "head_gate",
+          "head_gate_merged", "linear", "linear_cat", "add_layer_norm", "self_attention"};
 }
 
 }  // namespace headlab

@@ -143,6 +143,12 @@ void indexing(Cases& c) {
     Var gate(Tensor::from({2}, {1.0f, 0.0f}), true);
     return check(seed, [=] { return head_gate(x, gate); }, {x, gate});
   });
+  c.add("head_gate_merged", "plain, one head ablated", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3, 6});  // 3 heads of width 2
+    Var gate(Tensor::from({3}, {0.7f, 0.0f, 1.3f}), true);
+    return check(seed, [=] { return head_gate_merged(x, gate); }, {x, gate});
+  });
 }
 
 void linears(Cases& c) {

@@ -387,3 +387,41 @@ TEST_CASE("train: cli configs at the edges of the schema train to the end with t
     CHECK_MESSAGE(fs::exists(d / out / "heads.json"), edge);
   }
 }
+
+TEST_CASE("train: cli bench --config times a config's step, --profile splits it by op") {
+  TempDir dir;
+  const Result step =
+      headlab(fmt::format("bench --config '{}' --steps 3 --warmup 1 --json", kTiny), dir.path);
+  REQUIRE_MESSAGE(step.code == 0, step.err);
+  const json r = json::parse(lines(step.out).back());
+  CHECK(r["config"] == kTiny);
+  CHECK(r["steps"] == 3);
+  CHECK(r["seq"] == 17);
+  CHECK(r["params"].get<int64_t>() > 0);
+  CHECK(r["train_step_ms_median"].get<double>() > 0);
+  CHECK(r["gemm_only_ms"].get<double>() > 0);
+  CHECK(r["fwd_matmul_flops"].get<double>() > 0);
+  for (const auto& entry : fs::directory_iterator(dir.path))  // no run directory: only the output
+    CHECK(entry.path().filename().string().rfind(".std", 0) == 0);
+
+  const Result prof = headlab(
+      fmt::format("bench --config '{}' --profile --steps 2 --warmup 1 --json --set model.layers=2",
+                  kTiny),
+      dir.path);
+  REQUIRE_MESSAGE(prof.code == 0, prof.err);
+  const json p = json::parse(lines(prof.out).back());
+  double share = 0;
+  bool fwd_attention = false, bwd_linear = false, update = false;
+  for (const json& row : p["rows"]) {
+    share += row["share"].get<double>();
+    const std::string kind = row["kind"], op = row["op"];
+    fwd_attention |= kind == "forward" && op == "self_attention" && row["calls"] == 2.0;
+    bwd_linear |= kind == "backward" && op == "linear" && row["gemm_only_ms"].get<double>() > 0;
+    update |= kind == "region" && op == "optimizer.step" && row["calls"] == 1.0;
+  }
+  CHECK(share == doctest::Approx(1.0));
+  CHECK(fwd_attention);  // one per layer
+  CHECK(bwd_linear);
+  CHECK(update);
+  check_user_error(headlab("bench --profile", dir.path), "bench --profile", "--profile needs");
+}

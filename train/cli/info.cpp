@@ -12,8 +12,8 @@
 #include "core/version.h"
 #include "layers/registry.h"
 #include "train/cli/commands.h"
-#include "train/tasks/registry.h"
 #include "train/cli/options.h"
+#include "train/tasks/registry.h"
 
 namespace headlab::cli {
 namespace {
@@ -38,32 +38,21 @@ std::string registry_text() {
   return out + fmt::format("tasks: {}\n", tasks);
 }
 
-// Vector width a kernel set uses: 3 AVX-512, 2 AVX2, 1 AVX, 0 older.
-int blas_level(const std::string& core) {
-  for (const char* c : {"SkylakeX", "Cooperlake", "SapphireRapids"})
-    if (core == c) return 3;
-  for (const char* c : {"Haswell", "Zen", "Excavator", "Steamroller"})
-    if (core == c) return 2;
-  for (const char* c : {"Sandybridge", "Bulldozer", "Piledriver"})
-    if (core == c) return 1;
-  return 0;
-}
-
-int cpu_level(const std::string& isa) {
-  if (isa.find("AVX-512") != std::string::npos) return 3;
-  if (isa.find("AVX2") != std::string::npos) return 2;
-  return isa.find("AVX") != std::string::npos ? 1 : 0;
-}
-
-// OpenBLAS picks its kernels by recognising the CPU; an older OpenBLAS on a newer CPU falls back
-// to an older family's (Prescott, Haswell, ...), and `info` should say so rather than look as if
-// that were the CPU.
-std::string core_note(const BlasInfo& blas, const OneDnnInfo& dnnl) {
-  if (blas_level(blas.core_name) >= cpu_level(dnnl.isa)) return "";
-  return fmt::format(
-      " (older kernels than this CPU supports: {} does not recognise it and picked {}'s; the "
-      "onednn and auto backends run headlab's matrix products in oneDNN, which uses {})",
-      blas.version.substr(0, blas.version.find(' ', 9)), blas.core_name, dnnl.isa);
+// OpenBLAS runs narrower kernels than the CPU has: say why, what it costs and how to fix it.
+void print_blas_warning(const BlasInfo& blas) {
+  const std::string why =
+      blas.coretype_env.empty()
+          ? std::string("this OpenBLAS does not recognise the CPU")
+          : fmt::format("OPENBLAS_CORETYPE={} is set in the environment", blas.coretype_env);
+  fmt::print(
+      "warning: OpenBLAS runs its {} kernels ({}-bit vectors) on a CPU with {}-bit vectors,\n"
+      "  because {}.\n"
+      "  Products through OpenBLAS (the blas backend; PyTorch and NumPy on this machine,\n"
+      "  which load the system OpenBLAS in the same environment) run at a fraction of the\n"
+      "  CPU's speed; the onednn backend is not affected. For a benchmark, start the\n"
+      "  program measured with OPENBLAS_CORETYPE={} (bench/compare.sh runs PyTorch both\n"
+      "  ways and compares headlab with the faster).\n",
+      blas.core_name, blas.core_vector_bits, blas.cpu_vector_bits, why, blas.best_core);
 }
 
 void print_info(const InfoOptions& o) {
@@ -75,8 +64,8 @@ void print_info(const InfoOptions& o) {
   fmt::print("onednn: {}, cpu runtime {}\n", dnnl.version, dnnl.runtime);
   fmt::print("onednn isa: {}\n", dnnl.isa);
   fmt::print("openblas: {}\n", blas.version);
-  fmt::print("openblas core: {}{}, threading build: {}\n", blas.core_name, core_note(blas, dnnl),
-             blas.parallel);
+  fmt::print("openblas core: {}, threading build: {}\n", blas.core_name, blas.parallel);
+  if (blas.core_vector_bits < blas.cpu_vector_bits) print_blas_warning(blas);
   fmt::print("threads: {} (openmp {}, openblas {}, hardware {})\n", num_threads(), num_threads(),
              blas.num_threads, hardware_threads());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),

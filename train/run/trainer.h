@@ -107,6 +107,10 @@ class Trainer {
   // and changes no training state.
   EvalMetrics evaluate();
 
+  // One training step as run() takes it (batch, forward, loss, backward, clipping, update)
+  // without metrics rows, evaluations or checkpoints: what `headlab bench --config` times.
+  StepMetrics step_once() { return train_step(); }
+
   const Config& config() const { return config_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
   int64_t step() const { return step_; }

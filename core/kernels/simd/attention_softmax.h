@@ -14,19 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of masked
-// builtins, which trips -Wmaybe-uninitialized at every use (GCC bug 105593): the header's lines
-// are exempt (clang has no such warning).
-#ifndef __clang__
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#ifndef __clang__
-#pragma GCC diagnostic pop
-#endif
-
-#include "core/kernels/fast.h"
+#include "core/kernels/simd/avx512.h"
 
 namespace headlab::fast {
 

@@ -8,19 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of masked
-// builtins, which trips -Wmaybe-uninitialized at every use (GCC bug 105593): the header's lines
-// are exempt (clang has no such warning).
-#ifndef __clang__
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#ifndef __clang__
-#pragma GCC diagnostic pop
-#endif
-
-#include "core/kernels/fast.h"
+#include "core/kernels/simd/avx512.h"
 
 namespace headlab::fast {
 
@@ -42,7 +30,8 @@ HEADLAB_INLINE void mm_portable(const float* a, int64_t ra, int64_t ka, const fl
   }
 }
 
-// R rows by NV vectors of C in registers; the last vector's lanes are `tail`.
+// R rows by NV vectors of C in registers; the last vector's lanes are `tail`. Each C element
+// is alpha times its sum over k in order (one FMA per k), then added to C when accumulating.
 template <int R, int NV>
 HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_block(
     const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
@@ -71,17 +60,32 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_block(
     }
 }
 
+// Rows per register block for NV vectors of C: enough independent accumulators to keep both FMA
+// pipes busy through the FMA latency, few enough to stay in the 32 registers.
+template <int NV>
+inline constexpr int kBlockRows = NV == 1 ? 12 : NV == 2 ? 8 : NV == 3 ? 6 : 4;
+
+// Calls f.template operator()<N>() for N = n in [1, kMax]: a run-time count of rows to a
+// template argument, so every remainder block keeps its accumulators in registers.
+template <int kMax, class F>
+HEADLAB_INLINE void with_rows(int64_t n, F&& f) {
+  if constexpr (kMax >= 1) {
+    if (n == kMax) return f.template operator()<kMax>();
+    with_rows<kMax - 1>(n, f);
+  }
+}
+
 template <int NV>
 HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_rows(
     const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
     int64_t m, int64_t k, __mmask16 tail, float alpha, bool accumulate) {
-  // Enough accumulators to cover the FMA latency: 8 with one vector per row, else 4 rows.
-  constexpr int R = NV == 1 ? 8 : 4;
+  constexpr int R = kBlockRows<NV>;
   int64_t r = 0;
   for (; r + R <= m; r += R)
     mm_block<R, NV>(a + r * ra, ra, ka, b, ldb, c + r * ldc, ldc, k, tail, alpha, accumulate);
-  for (; r < m; ++r)
-    mm_block<1, NV>(a + r * ra, ra, ka, b, ldb, c + r * ldc, ldc, k, tail, alpha, accumulate);
+  with_rows<R - 1>(m - r, [&]<int N>() HEADLAB_AVX512_TARGET {
+    mm_block<N, NV>(a + r * ra, ra, ka, b, ldb, c + r * ldc, ldc, k, tail, alpha, accumulate);
+  });
 }
 
 HEADLAB_AVX512_TARGET inline void mm_avx512(const float* a, int64_t ra, int64_t ka,
