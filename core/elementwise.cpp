@@ -4,6 +4,8 @@
 #include <array>
 #include <cstring>
 
+#include "core/error.h"
+
 namespace headlab::ew {
 
 void scale(const float* x, int64_t n, float alpha, float* out) {
@@ -134,6 +136,16 @@ void masked_fill(const float* x, const Shape& x_shape, const float* mask, const 
 void dropout_mask(Rng& rng, float p, float* mask, int64_t n) {
   const float keep_scale = 1.0f / (1.0f - p);
   for (int64_t i = 0; i < n; ++i) mask[i] = rng.uniform() < p ? 0.0f : keep_scale;
+}
+
+void dropout_mask(SampleRng& rng, float p, float* mask, int64_t rows, int64_t n) {
+  HEADLAB_ASSERT(rows >= 1 && n % rows == 0);
+  const uint64_t site = rng.next_site();
+  const int64_t per_row = n / rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    Rng row = rng.row(site, static_cast<uint64_t>(r));
+    dropout_mask(row, p, mask + r * per_row, per_row);
+  }
 }
 
 }  // namespace headlab::ew

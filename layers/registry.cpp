@@ -74,15 +74,15 @@ const LayerKind& find_kind(std::string_view name) {
 }  // namespace
 
 LayerOptions::LayerOptions(std::string layer, const OptionMap& own, const OptionMap& inherited,
-                           Rng& init_rng, std::shared_ptr<Rng> dropout_rng)
+                           Rng& init_rng, std::shared_ptr<SampleRng> dropout_rng)
     : layer_(std::move(layer)),
       own_(own),
       inherited_(inherited),
       init_rng_(init_rng),
       dropout_rng_(std::move(dropout_rng)) {}
 
-std::shared_ptr<Rng> LayerOptions::dropout_rng() {
-  if (!dropout_rng_) dropout_rng_ = std::make_shared<Rng>(init_rng_.next_u64());
+std::shared_ptr<SampleRng> LayerOptions::dropout_rng() {
+  if (!dropout_rng_) dropout_rng_ = std::make_shared<SampleRng>(init_rng_.next_u64());
   return dropout_rng_;
 }
 
@@ -169,7 +169,7 @@ std::vector<std::string> registered_layers() {
 
 std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
                                           const OptionMap& inherited, Rng& init_rng,
-                                          std::shared_ptr<Rng> dropout_rng) {
+                                          std::shared_ptr<SampleRng> dropout_rng) {
   const LayerKind& kind = find_kind(name);
   LayerOptions reader(std::string(name), options, inherited, init_rng, std::move(dropout_rng));
   std::shared_ptr<SequenceLayer> layer = kind.make(reader);

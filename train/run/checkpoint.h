@@ -8,7 +8,9 @@
 //   checkpoints/latest -> step-000400              relative symbolic link, replaced last
 //
 // state.json: {"format_version": 1, "step": 400, "config_hash": "...", "data_cursor": 400,
-//              "rng": {"dropout": "xoshiro256**:..."}, "versions": {...}, "extra": {...}}
+//              "rng": {}, "versions": {...}, "extra": {...}}
+// ("rng" holds named generator states; the trainer's streams are keyed by step and sentence,
+// so it saves none.)
 //
 // Saving is crash safe: the files are written into checkpoints/.tmp-step-000400-<pid>/, each
 // fsynced, the directory fsynced and renamed to step-000400, then `latest` is replaced
@@ -27,7 +29,7 @@
 // Usage (trainer):
 //   CheckpointData c;
 //   c.step = step; c.model = model.state_dict(); c.optimizer = optimizer.state_dict();
-//   c.rng_states["dropout"] = dropout_rng.state_string(); c.data_cursor = step;
+//   c.data_cursor = step;
 //   c.resolved_config = to_toml(config); c.config_hash = config_hash(config);
 //   save_checkpoint(run_dir, c, config.train.keep_checkpoints);
 // Resume:
@@ -36,7 +38,6 @@
 //   ... compare parse_config(c.resolved_config, ...) with the current config (shapes) ...
 //   model.load_state_dict(c.model);          // names and shapes: reported by Module
 //   optimizer.load_state_dict(c.optimizer);
-//   dropout_rng.set_state(Rng::parse_state(c.rng_states.at("dropout")));
 
 #include <cstdint>
 #include <filesystem>

@@ -133,9 +133,6 @@ void Trainer::resume() {
   if (c.data_cursor != c.step)
     fail("cannot resume from '{}': data cursor {} differs from step {}", where, c.data_cursor,
          c.step);
-  auto rng = c.rng_states.find("dropout");
-  if (rng == c.rng_states.end())
-    fail("cannot resume from '{}': state.json has no \"dropout\" RNG state", where);
   try {
     model_->load_state_dict(c.model);
     optimizer_->load_state_dict(c.optimizer);
@@ -145,7 +142,6 @@ void Trainer::resume() {
   if (optimizer_->step_count() != c.step)
     fail("cannot resume from '{}': optimizer.safetensors is at step {} but state.json at {}", where,
          optimizer_->step_count(), c.step);
-  model_->dropout_rng().set_state(Rng::parse_state(rng->second));
   step_ = c.step;
   last_checkpoint_ = c.step;
   resumed_elapsed_ = c.extra.value("elapsed_seconds", 0.0);
@@ -156,6 +152,7 @@ StepMetrics Trainer::train_step() {
   const TrainConfig& t = config_.train;
   const int64_t s = step_ + 1;
   task_->generate(static_cast<uint64_t>(t.seed), step_, t.batch_size, *batch_);
+  model_->dropout_rng().set_position(static_cast<uint64_t>(step_), 0);
   feature_spans(*batch_, spans_);
   EncoderOutput out = model_->forward(spans_, batch_->batch_size, batch_->seq_len);
   Var loss = cross_entropy(out.logits, batch_->labels, kIgnoreIndex);
@@ -225,7 +222,6 @@ void Trainer::save(double elapsed, double train_seconds) {
   c.step = step_;
   c.model = model_->state_dict();
   c.optimizer = optimizer_->state_dict();
-  c.rng_states["dropout"] = model_->dropout_rng().state_string();
   c.data_cursor = step_;
   c.extra = {{"elapsed_seconds", elapsed}, {"train_seconds", train_seconds}};
   c.resolved_config = to_toml(config_);

@@ -7,6 +7,7 @@
 // step s = 1..train.steps is:
 //
 //   batch = task.generate(train.seed, s - 1, batch_size)      the data cursor is s - 1
+//   dropout masks keyed by (s - 1, sentence, site)            core/sample_rng.h
 //   logits = model(batch) (train mode)                        [B, T, C]
 //   loss = cross_entropy(logits, labels, ignore BOS)          mean over non-BOS tokens
 //   loss.backward()
@@ -18,8 +19,9 @@
 // evaluation (NoGradGuard, eval mode, eval_batches x eval_batch_size sentences from eval_seed,
 // the same sentences every time), every checkpoint_every steps (and the last) a checkpoint
 // (train/checkpoint.h). All state a step depends on (parameters, optimizer moments and step,
-// the dropout generator, the data cursor) is in the checkpoint, so resume() continues
-// bit-identically on the same machine, backend and thread count.
+// the data cursor) is in the checkpoint, and the data and the dropout masks are pure functions
+// of (train.seed, step, sentence), so resume() continues bit-identically on the same machine,
+// backend and thread count.
 //
 // Files in the run directory: config.resolved.toml, metrics.jsonl (train/metrics.h),
 // checkpoints/, and summary.json when run() finishes.
@@ -82,9 +84,9 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step, dropout generator and
-  // data cursor. Throws headlab::Error when there is no checkpoint, when its config differs from
-  // this one in a key that changes shapes (listing them), or when its tensors do not fit.
+  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step and data cursor. Throws
+  // headlab::Error when there is no checkpoint, when its config differs from this one in a key that
+  // changes shapes (listing them), or when its tensors do not fit.
   void resume();
 
   // Trains from the current step to train.steps, writing the run files (see the top). Returns

@@ -188,11 +188,13 @@ void write_sentence(const Sentence& s, bool joint, int64_t colours,
 
 }  // namespace
 
-void DependencyTask::generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
-  if (batch_size < 1) fail("dependency task: batch_size is {} but expected >= 1", batch_size);
+void DependencyTask::generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                                        Batch& out) const {
+  if (count < 1) fail("dependency task: batch_size is {} but expected >= 1", count);
   if (index < 0) fail("dependency task: batch index is {} but expected >= 0", index);
-  const int64_t n = batch_size * kT;
-  out.batch_size = batch_size;
+  if (first < 0) fail("dependency task: first sentence is {} but expected >= 0", first);
+  const int64_t n = count * kT;
+  out.batch_size = count;
   out.seq_len = kT;
   // resize() keeps the capacity, so a stream of equal-sized batches allocates only once.
   out.features.resize(features_.size());
@@ -200,10 +202,11 @@ void DependencyTask::generate(uint64_t seed, int64_t index, int64_t batch_size, 
   out.labels.resize(static_cast<size_t>(n));
   out.partners.resize(relations_.size());
   for (auto& p : out.partners) p.resize(static_cast<size_t>(n));
-  Rng rng = Rng::derive(seed, static_cast<uint64_t>(index));
-  for (int64_t b = 0; b < batch_size; ++b)
+  for (int64_t b = 0; b < count; ++b) {
+    Rng rng = Rng::derive(seed, static_cast<uint64_t>(index), static_cast<uint64_t>(first + b));
     write_sentence(draw_sentence(rng, static_cast<uint64_t>(colours_)), joint_, colours_,
                    relations_, b * kT, out);
+  }
 }
 
 }  // namespace headlab
