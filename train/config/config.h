@@ -69,7 +69,8 @@ struct ScheduleConfig {
 
 struct TrainConfig {
   int64_t steps = 1000;
-  int64_t batch_size = 32;
+  int64_t batch_size = 32;  // sentences per micro-batch
+  int64_t grad_accum = 1;   // micro-batches per step and rank (docs/distributed.md)
   int64_t seed = 1;
   int64_t eval_every = 50;  // 0: only at the end
   int64_t eval_batches = 8;
@@ -84,6 +85,7 @@ struct RuntimeConfig {
   std::string backend = "auto";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
+  double dist_timeout = 300;  // seconds a rank waits for another (docs/distributed.md)
 };
 
 struct Config {

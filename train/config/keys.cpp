@@ -193,7 +193,12 @@ void train_keys(std::vector<Key>& k) {
   k.push_back(key_of("train.steps", &C::train, &R::steps).range(1, 1e9).doc("Optimizer steps."));
   k.push_back(key_of("train.batch_size", &C::train, &R::batch_size)
                   .range(1, 65536)
-                  .doc("Sentences per step (fresh every step)."));
+                  .doc("Sentences per micro-batch (fresh every step); a step's global batch is "
+                       "batch_size x grad_accum x ranks."));
+  k.push_back(key_of("train.grad_accum", &C::train, &R::grad_accum)
+                  .range(1, 65536)
+                  .doc("Micro-batches per step and rank whose gradients are summed before the "
+                       "update (docs/distributed.md)."));
   k.push_back(key_of("train.seed", &C::train, &R::seed)
                   .range(0, double(kMaxInt))
                   .doc("Seed of initialisation, dropout and the training data stream."));
@@ -232,6 +237,10 @@ void runtime_keys(std::vector<Key>& k) {
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+  k.push_back(key_of("runtime.dist_timeout", &C::runtime, &U::dist_timeout)
+                  .range(1, 1e6)
+                  .doc("Under mpirun: seconds a rank waits for another before it ends the job "
+                       "(docs/distributed.md)."));
 }
 
 std::vector<KeySpec> build_keys() {

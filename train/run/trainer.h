@@ -3,28 +3,41 @@
 // exits; the CLI watches it through a TrainObserver).
 //
 // From a validated Config it sets runtime.threads and runtime.backend, builds the task
-// (train/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/). One
-// step s = 1..train.steps is:
+// (train/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/). Step
+// s = 1..train.steps trains on batch s - 1 of the data stream (the data cursor is s - 1), whose
+// global batch is M = grad_accum x ranks micro-batches of batch_size sentences; rank r computes
+// micro-batches m = r * grad_accum .. (r + 1) * grad_accum - 1 (docs/distributed.md):
 //
-//   batch = task.generate(train.seed, s - 1, batch_size)      the data cursor is s - 1
-//   dropout masks keyed by (s - 1, sentence, site)            core/sample_rng.h
-//   logits = model(batch) (train mode)                        [B, T, C]
-//   loss = cross_entropy(logits, labels, ignore BOS)          mean over non-BOS tokens
-//   loss.backward()
-//   norm = clip_grad_norm(params, optim.clip_norm)            before clipping
-//   non-finite loss or norm -> throw NonFiniteError(s)        before any update
+//   for each of this rank's micro-batches m:
+//     sentences [m B, (m + 1) B) of batch s - 1: task.generate_sentences(seed, s - 1, m B, B)
+//     dropout masks keyed by (s - 1, sentence, site)        core/sample_rng.h
+//     logits = model(micro-batch) (train mode)              [B, T, C]
+//     loss_m = cross_entropy(logits, labels, ignore BOS)    mean over its non-BOS tokens
+//     zero the gradients (but before the first), loss_m.backward()
+//   gradient = the canonical reduction over all M micro-batches    train/dist/reduce.h
+//   loss, accuracy: of the global batch (token-weighted, summed in micro-batch order)
+//   norm = clip_grad_norm(params, optim.clip_norm)          before clipping
+//   non-finite loss or norm -> throw NonFiniteError(s)      before any update, on every rank
 //   optimizer.set_lr(schedule.lr_at(s)); optimizer.step(); optimizer.zero_grad()
+//
+// With one micro-batch (grad_accum 1, one rank) that is the plain step: no reduction pass.
+// Every rank holds the same parameters and optimizer state after every step; the weights, the
+// optimizer state and the metrics of N ranks x A equal those of one process x N A bit for bit
+// (at the same thread count per process).
 //
 // Every log_every steps (and the last) a metrics row, every eval_every steps (and the last) an
 // evaluation (NoGradGuard, eval mode, eval_batches x eval_batch_size sentences from eval_seed,
 // the same sentences every time), every checkpoint_every steps (and the last) a checkpoint
-// (train/checkpoint.h). All state a step depends on (parameters, optimizer moments and step,
+// (train/checkpoint.h). Evaluation batches are split over the ranks (batch i on rank i mod N)
+// and their counts summed in batch order. All state a step depends on (parameters, optimizer
+// moments and step,
 // the data cursor) is in the checkpoint, and the data and the dropout masks are pure functions
 // of (train.seed, step, sentence), so resume() continues bit-identically on the same machine,
 // backend and thread count.
 //
 // Files in the run directory: config.resolved.toml, metrics.jsonl (train/metrics.h),
-// checkpoints/, and summary.json when run() finishes.
+// checkpoints/, and summary.json when run() finishes. Only rank 0 reads or writes the run
+// directory; the other ranks get a resumed checkpoint from rank 0 by message.
 
 #include <cstdint>
 #include <filesystem>
@@ -39,7 +52,9 @@
 
 namespace headlab {
 
+class Comm;
 class Encoder;
+class GradientReducer;
 class Optimizer;
 class Task;
 class Schedule;
@@ -78,15 +93,18 @@ class Trainer {
   // Builds everything from `config` (which load_config already validated): sets the thread count
   // and the backend, then the task, model (initialised from train.seed), optimizer and
   // schedule. Writes nothing. Throws headlab::Error for what only the layers can check (a layer
-  // option table's unknown key, ...).
-  Trainer(Config config, std::filesystem::path run_dir);
+  // option table's unknown key, ...). comm: the ranks of a data-parallel job
+  // (train/dist/comm.h), every one of which builds the same Trainer; null trains alone.
+  Trainer(Config config, std::filesystem::path run_dir, Comm* comm = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step and data cursor. Throws
-  // headlab::Error when there is no checkpoint, when its config differs from this one in a key that
-  // changes shapes (listing them), or when its tensors do not fit.
+  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step and data cursor (rank 0
+  // reads it and sends it to the others). Throws headlab::Error when there is no checkpoint,
+  // when its config differs from this one in a key that changes shapes (listing them), when its
+  // global batch (batch_size x grad_accum x ranks) differs from this run's (naming both), or when
+  // its tensors do not fit; with several ranks, every rank throws it (CollectiveError).
   void resume();
 
   // Trains from the current step to train.steps, writing the run files (see the top). Returns
@@ -95,12 +113,15 @@ class Trainer {
   // non-finite loss or gradient norm, headlab::Error on an I/O failure.
   TrainResult run(TrainObserver* observer = nullptr);
 
-  // One evaluation pass (see the top) at the current parameters; leaves the model in train mode
-  // and changes no training state.
+  // One evaluation pass (see the top) at the current parameters, on every rank together;
+  // leaves the model in train mode and changes no training state.
   EvalMetrics evaluate();
+  // Seconds the last step spent reducing gradients over its micro-batches and ranks.
+  double last_reduce_seconds() const;
 
   const Config& config() const { return config_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
+  Comm& comm() { return *comm_; }
   int64_t step() const { return step_; }
   int64_t parameter_count() const;
   // The trained model and its task, for analysis after run() (the CLI's head-analysis seam).
@@ -113,13 +134,23 @@ class Trainer {
 
   // One update; returns the metrics of the step (tokens_per_second, elapsed filled by run()).
   StepMetrics train_step();
-  void after_step(StepMetrics& m, Session& session, MetricsWriter& metrics, TrainObserver& obs,
+  // The parameters' gradient buffers, in the optimizer's order.
+  std::vector<std::span<float>> gradients();
+  // metrics: null on the ranks that write no files.
+  void after_step(StepMetrics& m, Session& session, MetricsWriter* metrics, TrainObserver& obs,
                   TrainResult& result);
   void checkpoint(const Session& session, TrainObserver& obs);
   void save(double elapsed, double train_seconds);
+  // Rank 0's part of resume(): reads, checks and loads the latest checkpoint.
+  void load_latest();
+  // The other ranks' part: rank 0's loaded state, by message.
+  void share_resumed_state();
 
   Config config_;
   std::filesystem::path run_dir_;
+  std::unique_ptr<Comm> own_comm_;  // a LocalComm when none was given
+  Comm* comm_;
+  std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<Encoder> model_;
   std::unique_ptr<Optimizer> optimizer_;
