@@ -10,6 +10,7 @@ packages=(
   libopenblas-openmp-dev libopenblas0-pthread
   libfmt-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
   python3 python3-numpy
+  libopenmpi-dev openmpi-bin  # data-parallel training and sweeps: mpirun (docs/distributed.md)
 )
 for flag in "$@"; do
   case "$flag" in

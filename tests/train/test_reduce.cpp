@@ -19,8 +19,8 @@ using headlab::testing::run_ranks;
 
 namespace {
 
-// Two buffers, the second crossing a chunk boundary of the chain.
-const std::vector<int64_t> kSizes = {7, GradientReducer::kChunk + 45};
+// Two buffers, the second crossing chunk boundaries of the chain at every rank count.
+const std::vector<int64_t> kSizes = {7, GradientReducer::kMaxChunk + 45};
 
 struct MicroBatch {
   std::vector<std::vector<float>> grads;  // per buffer

@@ -1,4 +1,4 @@
-// `headlab info`: versions, ISA, threads and the selected backend.
+// `headlab info`: versions, ISA, threads, the selected backend and MPI.
 
 #include <memory>
 #include <string>
@@ -8,6 +8,8 @@
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/world.h"
+#include "train/dist/world.h"
 
 namespace headlab::cli {
 namespace {
@@ -17,7 +19,18 @@ struct InfoOptions {
   std::string backend = "auto";
 };
 
+// The MPI line: what this build can do, and this process's place when started by mpirun.
+std::string mpi_text() {
+  const std::string library = mpi_library();
+  if (library.empty())
+    return "not built (single process only; install libopenmpi-dev and rebuild for mpirun)";
+  const Comm& comm = world();
+  return comm.size() > 1 ? fmt::format("{}, rank {} of {}", library, comm.rank(), comm.size())
+                         : fmt::format("{} (mpirun -np N headlab train ...)", library);
+}
+
 void print_info(const InfoOptions& o) {
+  if (!speaks_for_job()) return;
   set_num_threads(o.threads);
   set_backend(parse_backend(o.backend));
   const OneDnnInfo dnnl = onednn_info();
@@ -31,6 +44,7 @@ void print_info(const InfoOptions& o) {
              blas.num_threads, hardware_threads());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
+  fmt::print("mpi: {}\n", mpi_text());
 }
 
 }  // namespace

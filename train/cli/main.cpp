@@ -1,5 +1,11 @@
 // headlab: the command-line front end. The library throws; this is the one place that prints
 // errors and chooses exit codes.
+//
+// Under mpirun every rank runs main(). An error every rank meets alike (a bad command line or
+// config, a refused run directory, a non-finite loss: CollectiveError, NonFiniteError) is
+// printed once, by rank 0, and every rank exits with its code. An error of one rank alone is
+// printed by that rank as "headlab: error: rank R: ..." and ends the whole job at once
+// (abort_world, MPI_Abort), so no other rank waits for it (docs/distributed.md, "Failure").
 
 #include <cstdio>
 #include <exception>
@@ -12,6 +18,9 @@
 
 #include "core/error.h"
 #include "train/cli/commands.h"
+#include "train/cli/world.h"
+#include "train/dist/agree.h"
+#include "train/dist/world.h"
 #include "train/run/trainer.h"
 
 namespace {
@@ -20,7 +29,7 @@ namespace {
 // what the user gave, so a hostile input must not garble the terminal or flood it: control
 // characters become spaces or \xNN, and a message longer than kMaxMessage keeps its head and
 // its tail (the expected values) around a note of what was cut.
-int report(const std::string& message, int code) {
+std::string one_line(const std::string& message) {
   constexpr size_t kMaxMessage = 1000;
   std::string line;
   for (const char c : message) {
@@ -39,9 +48,63 @@ int report(const std::string& message, int code) {
     line = fmt::format("{} [... {} characters ...] {}", line.substr(0, head), tail - head,
                        line.substr(tail));
   }
+  return line;
+}
+
+// An error every rank met alike: rank 0 prints it, every rank returns `code`.
+int report(const std::string& message, int code) {
   std::fflush(stdout);
-  std::fprintf(stderr, "headlab: error: %s\n", line.c_str());
+  if (headlab::cli::speaks_for_job())
+    std::fprintf(stderr, "headlab: error: %s\n", one_line(message).c_str());
   return code;
+}
+
+// An error of this rank alone: with other ranks, it names this rank and ends the whole job.
+int report_local(const std::string& message, int code) {
+  headlab::Comm& world = headlab::cli::world();
+  if (world.size() == 1) return report(message, code);
+  std::fflush(stdout);
+  std::fprintf(stderr, "headlab: error: rank %d: %s\n", world.rank(), one_line(message).c_str());
+  headlab::abort_world(code);
+}
+
+// Only these commands run as ranks of one job; the others are one process's work.
+bool runs_distributed(const char* command) {
+  for (const char* c : {"train", "sweep", "bench", "info"})
+    if (std::string(command) == c) return true;
+  return false;
+}
+
+int run_command(CLI::App& app, int argc, char** argv, const int& exit_code) {
+  using namespace headlab;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli::speaks_for_job() ? app.exit(e) : 0;
+  } catch (const CLI::CallForAllHelp& e) {
+    return cli::speaks_for_job() ? app.exit(e) : 0;
+  } catch (const CLI::CallForVersion& e) {
+    return cli::speaks_for_job() ? app.exit(e) : 0;
+  } catch (const CLI::ParseError& e) {  // bad command line
+    return report(e.what(), cli::kUsage);
+  } catch (const NonFiniteError& e) {  // NaN/Inf loss or gradient: training stopped
+    return report(e.what(), cli::kNonFinite);
+  } catch (const CollectiveError& e) {  // every rank: config, run directory, checkpoint
+    return report(e.what(), cli::kUsage);
+  } catch (const Error& e) {  // a user's mistake: config, file, checkpoint
+    return report_local(e.what(), cli::kUsage);
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave
+    return report_local(e.what(), cli::kUsage);
+  } catch (const InternalError& e) {
+    return report_local(e.what(), cli::kFailure);
+  } catch (const std::bad_alloc&) {
+    return report_local("out of memory", cli::kFailure);
+  } catch (const std::exception& e) {
+    return report_local(e.what(), cli::kFailure);
+  } catch (...) {
+    return report_local("unknown exception", cli::kFailure);
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -66,34 +129,27 @@ int main(int argc, char** argv) {
       known += (known.empty() ? "" : ", ") + sub->get_name();
       found = found || sub->check_name(argv[1]);
     }
-    if (!found)
-      return report(std::string("unknown command '") + argv[1] + "' (commands: " + known + ")",
-                    cli::kUsage);
+    if (!found) {
+      if (launcher_rank() == 0)
+        report(std::string("unknown command '") + argv[1] + "' (commands: " + known + ")",
+               cli::kUsage);
+      return cli::kUsage;
+    }
+  }
+  // Under mpirun only rank 0 prints an error found before the world is open.
+  if (launched_by_mpi() && launcher_size() > 1 && argc > 1 && !runs_distributed(argv[1])) {
+    if (launcher_rank() == 0)
+      report(fmt::format("headlab {} runs as one process; run it without mpirun", argv[1]),
+             cli::kUsage);
+    return cli::kUsage;
   }
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {  // bad command line
-    return report(e.what(), cli::kUsage);
-  } catch (const NonFiniteError& e) {  // NaN/Inf loss or gradient: training stopped
-    return report(e.what(), cli::kNonFinite);
-  } catch (const Error& e) {  // a user's mistake: config, file, checkpoint
-    return report(e.what(), cli::kUsage);
-  } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave
-    return report(e.what(), cli::kUsage);
-  } catch (const InternalError& e) {
-    return report(e.what(), cli::kFailure);
-  } catch (const std::bad_alloc&) {
-    return report("out of memory", cli::kFailure);
-  } catch (const std::exception& e) {
-    return report(e.what(), cli::kFailure);
-  } catch (...) {
-    return report("unknown exception", cli::kFailure);
+    cli::set_world(open_world());
+  } catch (const Error& e) {
+    if (launcher_rank() == 0) report(e.what(), cli::kUsage);
+    return cli::kUsage;
   }
-  return exit_code;
+  const int code = run_command(app, argc, argv, exit_code);
+  close_world();
+  return code;
 }

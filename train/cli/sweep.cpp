@@ -3,6 +3,12 @@
 // --out DIR/<run> --no-progress` (its output goes to DIR/<run>/train.log), so runs are isolated
 // processes and --jobs N runs N at once. Every run's config is validated before the first
 // starts. Writes DIR/sweep.json, DIR/sweep.csv and DIR/report.html.
+//
+// Under `mpirun -np N`, run i is trained by rank i mod N (each rank --jobs at a time), as it
+// would be alone: its `headlab train` child gets the environment without the MPI launcher's
+// variables, so it is a process of its own, not a rank. Rank 0 alone checks and creates the
+// sweep directory; each rank sends its runs' figures and report data to rank 0 by message, and
+// rank 0 writes sweep.json, sweep.csv and report.html, the same as one process would.
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -19,9 +25,14 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "train/cli/commands.h"
+#include "train/cli/world.h"
+#include "train/dist/agree.h"
+#include "train/report/report.h"
+#include "train/run/run_dir.h"
 #include "train/sweep/sweep.h"
 
 extern char** environ;
@@ -30,12 +41,26 @@ namespace headlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 std::string self_path() {
   std::error_code ec;
   const fs::path p = fs::read_symlink("/proc/self/exe", ec);
   if (ec) fail("sweep: cannot find the headlab binary (/proc/self/exe: {})", ec.message());
   return p.string();
+}
+
+// This process's environment without the variables of an MPI launcher (OMPI_*, PMIX_*, PMI_*):
+// a child started with it runs alone rather than as one more rank of the job.
+std::vector<char*> environment_without_launcher() {
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view v(*e);
+    if (v.starts_with("OMPI_") || v.starts_with("PMIX_") || v.starts_with("PMI_")) continue;
+    env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  return env;
 }
 
 // Starts `headlab train` for one run with stdout and stderr going to <dir>/train.log.
@@ -57,7 +82,8 @@ pid_t start_run(const std::string& exe, const SweepSpec& spec, const SweepRun& r
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  std::vector<char*> env = environment_without_launcher();
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) fail("sweep: cannot start {}: {}", exe, std::strerror(rc));
   return pid;
@@ -79,18 +105,24 @@ struct SweepArgs {
   bool report_only = false;
 };
 
+// "sweep: " alone, "sweep: rank 1: " as a rank of a distributed sweep.
+std::string line_prefix() {
+  return world().size() > 1 ? fmt::format("sweep: rank {}: ", world().rank()) : "sweep: ";
+}
+
 // The line printed when run i of n finished (or failed).
 void print_outcome(const SweepOutcome& o, size_t done, size_t n, double secs) {
+  const std::string prefix = line_prefix();
   if (o.ok) {
     std::fprintf(stderr,
-                 "sweep: [%zu/%zu] %s: eval accuracy %.4f, steps to 95%% %s, s_match %.3f, "
+                 "%s[%zu/%zu] %s: eval accuracy %.4f, steps to 95%% %s, s_match %.3f, "
                  "n_claimed %lld (%.0f s)\n",
-                 done, n, values_text(o.run).c_str(), o.eval_accuracy,
+                 prefix.c_str(), done, n, values_text(o.run).c_str(), o.eval_accuracy,
                  o.steps_to_95 ? std::to_string(*o.steps_to_95).c_str() : "never", o.s_match,
                  static_cast<long long>(o.n_claimed), secs);
   } else {
-    std::fprintf(stderr, "sweep: [%zu/%zu] %s failed: %s\n", done, n, values_text(o.run).c_str(),
-                 o.error.c_str());
+    std::fprintf(stderr, "%s[%zu/%zu] %s failed: %s\n", prefix.c_str(), done, n,
+                 values_text(o.run).c_str(), o.error.c_str());
   }
 }
 
@@ -119,7 +151,7 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
   while (done < runs.size()) {
     while (next < runs.size() && static_cast<int64_t>(running.size()) < a.jobs) {
       if (!a.no_progress)
-        std::fprintf(stderr, "sweep: [%zu/%zu] start %s\n", next + 1, runs.size(),
+        std::fprintf(stderr, "%s[%zu/%zu] start %s\n", line_prefix().c_str(), next + 1, runs.size(),
                      values_text(runs[next]).c_str());
       started[next] = std::chrono::steady_clock::now();
       running[start_run(exe, spec, runs[next])] = next;
@@ -146,7 +178,7 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
   return outcomes;
 }
 
-int run_sweep(const SweepArgs& a) {
+SweepSpec make_spec(const SweepArgs& a) {
   if (a.jobs < 1) fail("sweep: --jobs is {} but must be >= 1", a.jobs);
   if (!fs::exists(a.config)) fail("sweep: config file '{}' does not exist", a.config);
   SweepSpec spec;
@@ -156,17 +188,78 @@ int run_sweep(const SweepArgs& a) {
   spec.sets = a.sets;
   spec.out_dir = a.out.empty() ? fs::path("runs") / ("sweep-" + fs::path(a.config).stem().string())
                                : fs::path(a.out);
+  return spec;
+}
+
+// Every rank plans the same runs; rank 0 alone checks that their directories are new and
+// creates the sweep directory (where a sweep-directory lock belongs).
+std::vector<SweepRun> plan_on_every_rank(const SweepSpec& spec, const SweepArgs& a) {
+  Comm& comm = world();
+  std::vector<SweepRun> runs;
   // Every config is checked before anything trains: exit 2 on a mistake.
-  const std::vector<SweepRun> runs = plan_sweep(spec, !a.report_only);
+  on_every_rank(comm, [&] { runs = plan_sweep(spec, false); });
+  std::string plan;
+  for (const SweepRun& r : runs) {
+    plan += r.dir.string();
+    for (const std::string& o : r.overrides) plan += " " + o;
+    plan += "\n";
+  }
+  check_same_on_every_rank(comm, "the headlab build", build_fingerprint());
+  check_same_on_every_rank(comm, "the sweep's runs", plan);
+  on_root(comm, [&] {
+    if (a.report_only) return;
+    for (const SweepRun& r : runs) check_run_dir(r.dir, false);
+    fs::create_directories(spec.out_dir);
+  });
+  return runs;
+}
+
+// Trains this rank's share of the runs (run i on rank i mod N) and gathers every outcome on
+// rank 0, in run order, with its report data; `worst` becomes the worst exit code of all ranks.
+std::vector<SweepOutcome> train_distributed(const SweepSpec& spec,
+                                            const std::vector<SweepRun>& runs, const SweepArgs& a,
+                                            std::vector<SweepRunData>& data, int& worst) {
+  Comm& comm = world();
+  const size_t n = static_cast<size_t>(comm.size()), me = static_cast<size_t>(comm.rank());
+  std::vector<SweepRun> mine;
+  for (size_t i = me; i < runs.size(); i += n) mine.push_back(runs[i]);
+  json records = json::array();
+  for (const SweepOutcome& o : train_runs(spec, mine, a, worst)) records.push_back(run_record(o));
+  const std::vector<std::string> all =
+      allgather_strings(comm, json{{"worst", worst}, {"runs", records}}.dump());
+  std::vector<SweepOutcome> outcomes(runs.size());
+  data.assign(runs.size(), SweepRunData{});
+  for (size_t r = 0; r < n; ++r) {
+    const json doc = json::parse(all[r]);
+    worst = std::max(worst, doc.at("worst").get<int>());
+    const json& rs = doc.at("runs");
+    for (size_t k = 0; k < rs.size(); ++k) {
+      const size_t i = r + k * n;
+      outcomes[i] = outcome_from_record(rs[k], runs[i], data[i]);
+    }
+  }
+  return outcomes;
+}
+
+int run_sweep(const SweepArgs& a) {
+  SweepSpec spec;
+  on_every_rank(world(), [&] { spec = make_spec(a); });
+  const std::vector<SweepRun> runs = plan_on_every_rank(spec, a);
   int worst = kOk;
   std::vector<SweepOutcome> outcomes;
+  std::vector<SweepRunData> data;
   if (a.report_only) {
     for (const SweepRun& run : runs) outcomes.push_back(collect_run(run));
+  } else if (world().size() > 1) {
+    outcomes = train_distributed(spec, runs, a, data, worst);
   } else {
-    fs::create_directories(spec.out_dir);
     outcomes = train_runs(spec, runs, a, worst);
   }
-  write_sweep(spec, outcomes);
+  if (!speaks_for_job()) return worst;
+  if (data.empty())
+    write_sweep(spec, outcomes);
+  else
+    write_sweep(spec, outcomes, data);
   fmt::print("{}", sweep_to_csv(spec, outcomes));
   if (!a.report_only)
     fmt::print("wrote {}, {} and {}\n", (spec.out_dir / "sweep.json").string(),

@@ -4,10 +4,16 @@
 // Every user mistake (bad option, unreadable or invalid config, a run directory that already
 // holds a run, a checkpoint that does not fit) is found before the first step and before
 // anything is printed, so main() reports it as the only stderr line.
+//
+// Under `mpirun -np N` every rank runs this with the same arguments: each loads the config,
+// the ranks check that their configs and builds agree, rank 0 alone checks (and prepares) the
+// run directory, and all train one model together (train/run/trainer.h). Rank 0 alone prints
+// progress, writes the run directory, runs the head analysis and prints the summary.
 
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,7 +23,9 @@
 #include "core/error.h"
 #include "train/cli/commands.h"
 #include "train/cli/progress.h"
+#include "train/cli/world.h"
 #include "train/config/config.h"
+#include "train/dist/agree.h"
 #include "train/run/run_dir.h"
 #include "train/run/trainer.h"
 
@@ -27,7 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // Ctrl-C: the first stops training after the current step, with a checkpoint to resume from;
-// a second one kills the process (the default action is restored by SA_RESETHAND).
+// a second one kills the process (the default action is restored by SA_RESETHAND). SIGUSR1
+// does the same: mpirun forwards it to every rank (Ctrl-C on mpirun ends the job at once), and
+// the ranks agree to stop after the same step.
 constexpr int kInterrupted = 130;  // 128 + SIGINT, the shell's convention
 volatile std::sig_atomic_t interrupted = 0;
 
@@ -41,12 +51,19 @@ class InterruptibleProgress : public ProgressReporter {
   bool should_stop() override { return interrupted != 0; }
 };
 
+// The ranks after the first print nothing; a signal still stops them (all ranks agree on it).
+class Interruptible : public TrainObserver {
+ public:
+  bool should_stop() override { return interrupted != 0; }
+};
+
 void install_sigint_handler() {
   struct sigaction action {};
   action.sa_handler = on_sigint;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGUSR1, &action, nullptr);
 }
 
 struct TrainArgs {
@@ -80,30 +97,46 @@ void print_summary(const TrainResult& r, const Config& c) {
   std::fflush(stdout);
 }
 
+// Rank 0's part of preparing the run directory, before anything trains; the one place the
+// directory is checked (and where a run-directory lock belongs): with several ranks, a refusal
+// here stops every rank with rank 0's message.
+void prepare_run_dir(const fs::path& out, bool resume) {
+  on_root(world(), [&] { check_run_dir(out, resume); });
+}
+
 int run_train(const TrainArgs& a) {
-  Config config = load_config(a.config, a.sets);
+  Comm& comm = world();
+  Config config;
+  on_every_rank(comm, [&] { config = load_config(a.config, a.sets); });
+  check_ranks_agree(config);
   const fs::path out =
       a.out.empty() ? fs::path("runs") / fs::path(a.config).stem() : fs::path(a.out);
-  check_run_dir(out, a.resume);
-  Trainer trainer(std::move(config), out);
-  if (a.resume) trainer.resume();
+  prepare_run_dir(out, a.resume);
+  std::unique_ptr<Trainer> trainer;
+  on_every_rank(comm, [&] { trainer = std::make_unique<Trainer>(std::move(config), out, &comm); });
+  if (a.resume) trainer->resume();
 
-  // Training starts: from here on stderr carries progress.
+  // Training starts: from here on stderr carries progress (rank 0's).
   use_stderr_logger();
   install_sigint_handler();
   TrainResult result;
-  {
+  if (speaks_for_job()) {
     InterruptibleProgress progress(stderr_is_tty() && !a.no_progress);
-    result = trainer.run(&progress);
+    result = trainer->run(&progress);
+  } else {
+    Interruptible quiet;
+    result = trainer->run(&quiet);
   }
   if (result.interrupted) {
-    spdlog::warn("interrupted at step {}: checkpoint saved; continue with --resume --out {}",
-                 result.steps, out.string());
+    if (speaks_for_job())
+      spdlog::warn("interrupted at step {}: checkpoint saved; continue with --resume --out {}",
+                   result.steps, out.string());
     return kInterrupted;
   }
+  if (!speaks_for_job()) return kOk;
   // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
-  if (!a.no_analysis) analyze_after_train(trainer);
-  print_summary(result, trainer.config());
+  if (!a.no_analysis) analyze_after_train(*trainer);
+  print_summary(result, trainer->config());
   return kOk;
 }
 

@@ -8,7 +8,7 @@
 //
 // Every call is collective in the MPI sense (each rank makes the same calls in the same order)
 // except send/recv, which pair up. A call that cannot complete (a peer died or hung) throws
-// headlab::Error naming this rank, the peer and what it waited for, after the timeout; the CLI
+// headlab::Error naming the peer and what it waited for, after the timeout; the CLI
 // then ends the whole job (docs/distributed.md, "Failure").
 
 #include <cstddef>

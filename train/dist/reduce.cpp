@@ -59,6 +59,7 @@ GradientReducer::GradientReducer(Comm& comm, int64_t local_micro_batches,
       sizes_(std::move(sizes)) {
   HEADLAB_ASSERT(local_ >= 1);
   for (int64_t s : sizes_) total_ += s;
+  chunk_ = std::clamp((total_ + comm.size() - 1) / comm.size(), kMinChunk, kMaxChunk);
   if (!active()) return;
   sum_.resize(static_cast<size_t>(total_));
   if (comm_.rank() > 0)
@@ -85,8 +86,8 @@ void GradientReducer::add(Grads grads, int64_t tokens) {
 // micro-batches of ranks 0..r-1) from r - 1, adds its own in order and passes it on.
 void GradientReducer::chain() {
   const int r = comm_.rank(), n = comm_.size();
-  for (int64_t off = 0; off < total_; off += kChunk) {
-    const int64_t len = std::min(kChunk, total_ - off);
+  for (int64_t off = 0; off < total_; off += chunk_) {
+    const int64_t len = std::min(chunk_, total_ - off);
     const std::span<float> chunk(sum_.data() + off, static_cast<size_t>(len));
     if (r > 0) {
       comm_.recv(r - 1, bytes_of(chunk));

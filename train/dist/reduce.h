@@ -13,8 +13,9 @@
 // element by element in fp32, each product rounded before its sum: the mean over every token
 // of the global batch. One process folds its micro-batches in this order as they come; on
 // several ranks the running sum S travels through the ranks in rank order (a chain, cut into
-// chunks so that the ranks work on different chunks at once), each rank adding its own
-// micro-batches in order, and the last rank's G is broadcast (a copy, no arithmetic). Each
+// about one chunk per rank so that the ranks work on different chunks at once, as in a ring
+// allreduce), each rank adding its own micro-batches in order, and the last rank's G is
+// broadcast (a copy, no arithmetic). Each
 // element sees the same operations in the same order either way, so G is bit-identical for any
 // split of the same M micro-batches. With M = 1, G = g_0 untouched (no pass at all).
 //
@@ -35,8 +36,10 @@ namespace headlab {
 
 class GradientReducer {
  public:
-  // Floats per chunk of the chain (1 MiB).
-  static constexpr int64_t kChunk = int64_t{1} << 18;
+  // Floats per chunk of the chain: the gradient's length / ranks, within these bounds (16 KiB
+  // to 1 MiB).
+  static constexpr int64_t kMinChunk = int64_t{1} << 12;
+  static constexpr int64_t kMaxChunk = int64_t{1} << 18;
 
   // sizes: the length of each gradient buffer, in the order add() and finish() pass them.
   GradientReducer(Comm& comm, int64_t local_micro_batches, std::vector<int64_t> sizes);
@@ -61,6 +64,7 @@ class GradientReducer {
   int64_t micro_batches_;  // M = local_ x ranks
   std::vector<int64_t> sizes_;
   int64_t total_ = 0;                      // floats over all buffers
+  int64_t chunk_ = kMaxChunk;              // floats per chunk of the chain
   int64_t added_ = 0;                      // micro-batches added since the last finish
   std::vector<float> sum_;                 // S, then G
   std::vector<std::vector<float>> slots_;  // ranks > 0: n_m * g_m until S arrives

@@ -25,6 +25,8 @@
 
 namespace headlab {
 
+struct SweepRunData;  // train/report/report.h
+
 struct SweepAxis {
   std::string key;                  // dotted config key, e.g. "model.heads"
   std::vector<std::string> values;  // each in TOML value syntax, e.g. "4", "[0.9,0.98]"
@@ -82,8 +84,19 @@ nlohmann::json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutco
 // train_seconds, s_match, s_max, n_claimed, d_k, dir, ok); steps_to_95 is empty when never.
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
 
-// Writes sweep.json, sweep.csv and report.html into out_dir. Throws headlab::Error on I/O
-// failure.
+// Writes sweep.json, sweep.csv and report.html into out_dir, the report's curves and heads read
+// from each run's directory. Throws headlab::Error on I/O failure.
 void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
+// The same with the runs' report data given (data[i] for outcomes[i]).
+void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes,
+                 const std::vector<SweepRunData>& data);
+
+// A finished run as one JSON document: its outcome and its report data (the rows of
+// metrics.jsonl, heads.json), read from its directory. How the ranks of a distributed sweep send
+// their runs to rank 0, so the sweep directory need not be on a shared filesystem.
+nlohmann::json run_record(const SweepOutcome& outcome);
+// Back from run_record(): the outcome of `run` (every figure as it was) and its report data.
+SweepOutcome outcome_from_record(const nlohmann::json& record, const SweepRun& run,
+                                 SweepRunData& data);
 
 }  // namespace headlab
