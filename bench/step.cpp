@@ -15,6 +15,8 @@
 #include "core/threads.h"
 #include "layers/encoder.h"
 #include "optim/adam.h"
+#include "train/dist/comm.h"
+#include "train/dist/reduce.h"
 
 namespace headlab::bench {
 namespace {
@@ -74,8 +76,13 @@ EncoderOptions preset_encoder(const Preset& p) {
 
 }  // namespace
 
-json run_step_bench(const StepBenchOptions& o, int threads_option) {
+json run_step_bench(const StepBenchOptions& o, int threads_option, Comm* comm_option) {
   const Preset& p = find_preset(o.preset);
+  LocalComm alone;
+  Comm& comm = comm_option ? *comm_option : alone;
+  const int64_t ranks = comm.size();
+  if (p.batch % ranks != 0)
+    fail("bench: preset {}'s batch of {} does not split over {} ranks", p.name, p.batch, ranks);
   const int threads = threads_option > 0 ? threads_option : 1;
   set_backend(parse_backend(o.backend));
   set_num_threads(threads);
@@ -89,24 +96,40 @@ json run_step_bench(const StepBenchOptions& o, int threads_option) {
   ao.lr = 1e-3;
   Adam adam(params, ao);
 
-  // A learnable task: the next token of a fixed random batch (cyclic), as the reference.
-  const int64_t B = p.batch, T = p.seq;
-  std::vector<int32_t> ids(static_cast<size_t>(B * T)), targets(ids.size());
+  // A learnable task: the next token of a fixed random batch (cyclic), as the reference; each
+  // rank keeps its rows of it.
+  const int64_t T = p.seq, B = p.batch / ranks, first = comm.rank() * B;
+  std::vector<int32_t> ids(static_cast<size_t>(p.batch * T)), targets(ids.size());
   Rng data(static_cast<uint64_t>(o.seed) + 1);
   for (auto& id : ids) id = static_cast<int32_t>(data.below(static_cast<uint64_t>(p.vocab)));
-  for (int64_t b = 0; b < B; ++b)
+  for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t t = 0; t < T; ++t) targets[b * T + t] = ids[b * T + (t + 1) % T];
+  ids.erase(ids.begin(), ids.begin() + first * T);
+  ids.resize(static_cast<size_t>(B * T));
+  targets.erase(targets.begin(), targets.begin() + first * T);
+  targets.resize(ids.size());
   const std::span<const int32_t> feature(ids);
 
+  std::vector<int64_t> sizes;
+  std::vector<std::span<float>> grads;
+  for (const auto& np : params) {
+    np.var.grad() = Tensor::zeros(np.var.shape());
+    sizes.push_back(np.var.numel());
+    grads.emplace_back(np.var.grad().data(), static_cast<size_t>(np.var.numel()));
+  }
+  GradientReducer reduce(comm, 1, sizes);
   StepSubject subject;
   subject.train_step = [&] {
     adam.zero_grad();
     EncoderOutput out = model.forward({feature}, B, T);
     Var loss = cross_entropy(out.logits, targets);
     loss.backward();
+    reduce.add(grads, B * T);
+    reduce.finish(grads, p.batch * T);
     adam.step();
     return loss.value()[0];
   };
+  if (ranks > 1) subject.reduce_seconds = [&] { return reduce.last_seconds(); };
   subject.forward = [&] { model.forward({feature}, B, T); };
   subject.set_training = [&](bool training) { training ? model.train() : model.eval(); };
   subject.forward_flops = forward_flops(p);
@@ -123,6 +146,8 @@ json run_step_bench(const StepBenchOptions& o, int threads_option) {
             {"d_model", p.d_model},
             {"heads", p.heads},
             {"batch", p.batch},
+            {"ranks", ranks},
+            {"batch_per_rank", B},
             {"layers", p.layers},
             {"ffn_mult", kFfnMult},
             {"params", n_params},

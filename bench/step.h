@@ -22,10 +22,19 @@
 // buffers). Steps during which other
 // processes used the CPU are flagged as in the reference, and the medians of the clean steps
 // are reported beside.
+//
+// Under `mpirun -np N` (a Comm of N ranks) the step is data-parallel over the same global batch:
+// rank r takes rows [r B/N, (r + 1) B/N) of the preset's batch, and the gradients are reduced as
+// training reduces them (train/dist/reduce.h) before Adam; the report adds ranks,
+// batch_per_rank and allreduce_ms_median (the reduction's time per step, waiting included).
 
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+namespace headlab {
+class Comm;
+}
 
 namespace headlab::bench {
 
@@ -37,8 +46,9 @@ struct StepBenchOptions {
   int seed = 0;
 };
 
-// Runs the benchmark on `threads` threads (0: 1). Throws headlab::Error for an unknown preset
-// or backend. The report is flat JSON (keys as in torch_reference.py where they mean the same).
-nlohmann::json run_step_bench(const StepBenchOptions& options, int threads);
+// Runs the benchmark on `threads` threads (0: 1), over the ranks of `comm` (null: alone).
+// Throws headlab::Error for an unknown preset or backend, or a batch the ranks do not divide.
+// The report is flat JSON (keys as in torch_reference.py where they mean the same).
+nlohmann::json run_step_bench(const StepBenchOptions& options, int threads, Comm* comm = nullptr);
 
 }  // namespace headlab::bench

@@ -3,7 +3,8 @@
 //
 //   --kernels        GFLOP/s of matmul at the encoder's shapes per backend and thread count,
 //                    beside the FMA peak; then time per call of the other kernels.
-//   --preset S|M|L   the training step of the PyTorch reference's encoder.
+//   --preset S|M|L   the training step of the PyTorch reference's encoder; under
+//                    `mpirun -np N` data-parallel over N ranks (rank 0 prints).
 //
 // Adding a mode: a bench/<mode>.{h,cpp} that returns the JSON it reports, its flags and its
 // printer here, and one branch in the command's callback.
@@ -21,6 +22,7 @@
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/world.h"
 
 namespace headlab::cli {
 namespace {
@@ -72,6 +74,10 @@ void print_step_bench(const json& r) {
              r["pool_heap_allocations_per_step"].get<double>());
   fmt::print("  loss        {:.4f} -> {:.4f}\n", r["loss_first"].get<double>(),
              r["loss_last"].get<double>());
+  if (r.value("ranks", 1) > 1)
+    fmt::print("  ranks       {} x batch {}; gradient reduction {:.3f} ms per step (median)\n",
+               r["ranks"].get<int64_t>(), r["batch_per_rank"].get<int64_t>(),
+               r["allreduce_ms_median"].get<double>());
 }
 
 void print_kernel_tables(const json& report) {
@@ -118,7 +124,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
   cmd->callback([opts, &exit_code] {
     if (!opts->step.preset.empty()) {  // training step; --threads 0 means 1 here
-      const json r = bench::run_step_bench(opts->step, opts->kernel.threads);
+      const json r = bench::run_step_bench(opts->step, opts->kernel.threads, &world());
+      if (!speaks_for_job()) {
+        exit_code = kOk;
+        return;
+      }
       if (opts->json)
         fmt::print("{}\n", r.dump());  // one line: the last line on stdout
       else
@@ -127,6 +137,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       return;
     }
     if (!opts->kernels) fail("bench: no mode given (expected --kernels or --preset S|M|L)");
+    if (world().size() > 1) fail("bench --kernels runs as one process; run it without mpirun");
     const json report = bench::run_kernels_bench(opts->kernel);
     set_num_threads(0);
     if (opts->json)
