@@ -20,7 +20,7 @@ using headlab::testing::run_ranks;
 namespace {
 
 // Two buffers, the second crossing chunk boundaries of the chain at every rank count.
-const std::vector<int64_t> kSizes = {7, GradientReducer::kMaxChunk + 45};
+const std::vector<int64_t> kSizes = {7, GradientReducer::kMinChunk * 5 + 45};
 
 struct MicroBatch {
   std::vector<std::vector<float>> grads;  // per buffer

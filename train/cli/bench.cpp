@@ -5,6 +5,8 @@
 //                    beside the FMA peak; then time per call of the other kernels.
 //   --preset S|M|L   the training step of the PyTorch reference's encoder; under
 //                    `mpirun -np N` data-parallel over N ranks (rank 0 prints).
+//   --reduce         under mpirun: the gradient reduction alone, 1 KiB to 64 MiB, and its fit
+//                    (latency, bandwidth) for the cost model of docs/distributed.md.
 //
 // Adding a mode: a bench/<mode>.{h,cpp} that returns the JSON it reports, its flags and its
 // printer here, and one branch in the command's callback.
@@ -17,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/kernels.h"
+#include "bench/reduce.h"
 #include "bench/step.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
@@ -31,6 +34,7 @@ using nlohmann::json;
 
 struct BenchOptions {
   bool kernels = false;
+  bool reduce = false;
   bool json = false;
   bench::KernelBenchOptions kernel;  // --threads, --reps
   bench::StepBenchOptions step;      // --preset and its options
@@ -80,6 +84,16 @@ void print_step_bench(const json& r) {
                r["allreduce_ms_median"].get<double>());
 }
 
+void print_reduce_table(const json& r) {
+  fmt::print("gradient reduction over {} ranks (median of {}): chain in rank order + broadcast\n",
+             r["ranks"].get<int>(), r["reps"].get<int>());
+  for (const json& row : r["rows"])
+    fmt::print("  {:>12} bytes {:10.3f} ms (fastest {:.3f})\n", row["bytes"].get<int64_t>(),
+               row["ms"].get<double>(), row["ms_min"].get<double>());
+  fmt::print("  latency {:.1f} us (1 KiB), bandwidth {:.2f} GB/s (64 MiB), from the fastest\n",
+             r["fit"]["latency_us"].get<double>(), r["fit"]["bandwidth_gb_per_s"].get<double>());
+}
+
 void print_kernel_tables(const json& report) {
   const BlasInfo blas = blas_info();
   fmt::print("kernel benchmark (median of {} repetitions); OpenBLAS {} build, core {}\n",
@@ -121,6 +135,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--reps", opts->kernel.reps, "Timed repetitions per entry (median reported)")
       ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--reduce", opts->reduce,
+                "Under mpirun: time the gradient reduction alone over the ranks (1 KiB to 64 MiB)");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
   cmd->callback([opts, &exit_code] {
     if (!opts->step.preset.empty()) {  // training step; --threads 0 means 1 here
@@ -136,7 +152,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       exit_code = kOk;
       return;
     }
-    if (!opts->kernels) fail("bench: no mode given (expected --kernels or --preset S|M|L)");
+    if (opts->reduce) {
+      const json r = bench::run_reduce_bench(world(), opts->kernel.reps);
+      if (speaks_for_job()) opts->json ? fmt::print("{}\n", r.dump()) : print_reduce_table(r);
+      exit_code = kOk;
+      return;
+    }
+    if (!opts->kernels)
+      fail("bench: no mode given (expected --kernels, --preset S|M|L or --reduce)");
     if (world().size() > 1) fail("bench --kernels runs as one process; run it without mpirun");
     const json report = bench::run_kernels_bench(opts->kernel);
     set_num_threads(0);

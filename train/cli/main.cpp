@@ -75,6 +75,22 @@ bool runs_distributed(const char* command) {
   return false;
 }
 
+// What is wrong with the command word before anything is parsed, or "": an unknown command
+// (CLI11 would only say "A subcommand is required"), or one that does not run under mpirun.
+std::string command_error(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  std::string known;
+  bool found = false;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+    found = found || sub->check_name(argv[1]);
+  }
+  if (!found) return std::string("unknown command '") + argv[1] + "' (commands: " + known + ")";
+  if (headlab::launched_by_mpi() && headlab::launcher_size() > 1 && !runs_distributed(argv[1]))
+    return fmt::format("headlab {} runs as one process; run it without mpirun", argv[1]);
+  return "";
+}
+
 int run_command(CLI::App& app, int argc, char** argv, const int& exit_code) {
   using namespace headlab;
   try {
@@ -122,25 +138,8 @@ int main(int argc, char** argv) {
   cli::add_gradcheck_command(app, exit_code);
   cli::add_analyze_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);
-  if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
-    std::string known;
-    bool found = false;
-    for (CLI::App* sub : app.get_subcommands({})) {
-      known += (known.empty() ? "" : ", ") + sub->get_name();
-      found = found || sub->check_name(argv[1]);
-    }
-    if (!found) {
-      if (launcher_rank() == 0)
-        report(std::string("unknown command '") + argv[1] + "' (commands: " + known + ")",
-               cli::kUsage);
-      return cli::kUsage;
-    }
-  }
-  // Under mpirun only rank 0 prints an error found before the world is open.
-  if (launched_by_mpi() && launcher_size() > 1 && argc > 1 && !runs_distributed(argv[1])) {
-    if (launcher_rank() == 0)
-      report(fmt::format("headlab {} runs as one process; run it without mpirun", argv[1]),
-             cli::kUsage);
+  if (const std::string error = command_error(app, argc, argv); !error.empty()) {
+    if (launcher_rank() == 0) report(error, cli::kUsage);  // the world is not open yet
     return cli::kUsage;
   }
   try {

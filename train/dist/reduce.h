@@ -37,9 +37,10 @@ namespace headlab {
 class GradientReducer {
  public:
   // Floats per chunk of the chain: the gradient's length / ranks, within these bounds (16 KiB
-  // to 1 MiB).
+  // to 16 MiB): few messages (each one a handshake between two ranks), yet enough for the ranks
+  // of a long chain to work at once.
   static constexpr int64_t kMinChunk = int64_t{1} << 12;
-  static constexpr int64_t kMaxChunk = int64_t{1} << 18;
+  static constexpr int64_t kMaxChunk = int64_t{1} << 22;
 
   // sizes: the length of each gradient buffer, in the order add() and finish() pass them.
   GradientReducer(Comm& comm, int64_t local_micro_batches, std::vector<int64_t> sizes);

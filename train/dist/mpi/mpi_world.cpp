@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <sched.h>
 #include <time.h>
 
 #include <chrono>
@@ -94,23 +95,26 @@ class MpiComm final : public Comm {
            peer >= 0 ? fmt::format("with rank {} ", peer) : std::string(), error_text(code));
   }
 
-  // Tests `r` until it completes: spinning for the first ~100 microseconds (a step's messages
-  // usually arrive within that), then sleeping 50 microseconds between tests, so a waiting rank
-  // leaves the cores to the ones still computing. Throws after timeout_ seconds.
+  // Tests `r` until it completes: spinning for the first millisecond (a transfer between ranks
+  // that are in step takes about that; Open MPI moves a large message only inside MPI calls, so
+  // a rank that slept between tests would slow every transfer down), then yielding the core
+  // between tests, as Open MPI's blocking calls do when ranks share cores, while it waits for
+  // a rank that is behind. Throws after timeout_ seconds.
   void wait(MPI_Request& r, const std::string& what) {
-    const auto start = std::chrono::steady_clock::now();
-    for (long tests = 0;; ++tests) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    bool patient = false;  // past the first millisecond: yield between tests
+    for (long tests = 1;; ++tests) {
       int done = 0;
       check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "test", -1);
       if (done) return;
-      if (tests < 1000) continue;
-      const double waited =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (patient) sched_yield();
+      if (tests % 256 != 0) continue;
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      patient = waited > 1e-3;
       if (waited > timeout_)
         fail("waited {:.0f} s (runtime.dist_timeout) for {}: a rank hung or is far behind",
              timeout_, what);
-      const timespec pause{0, 50'000};
-      nanosleep(&pause, nullptr);
     }
   }
 
@@ -146,7 +150,13 @@ void close_world() {
 
 void abort_world(int code) {
   std::fflush(nullptr);
-  if (we_initialised) MPI_Abort(MPI_COMM_WORLD, code);
+  if (we_initialised) {
+    // mpirun forwards a rank's stderr asynchronously and stops forwarding when the abort
+    // reaches it: give the error line just printed a moment to get through first.
+    const timespec pause{0, 200'000'000};
+    nanosleep(&pause, nullptr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   std::_Exit(code);
 }
 
