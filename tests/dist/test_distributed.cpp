@@ -195,12 +195,13 @@ TEST_CASE("dist: resume under mpirun after rank 0 died in a checkpoint, and with
   REQUIRE_MESSAGE(s.exit_code == 0, s.describe());
   const Outcome want = outcome(straight);
 
-  // Rank 0 is killed (SIGKILL) at its 5th rename, inside a checkpoint write: the job ends, the
-  // last complete checkpoint stays `latest`.
+  // Rank 0 is killed (SIGKILL) at its 9th rename, inside the second checkpoint's write (as
+  // train.steps=20 counts them: the run directory's files take the first ones): the job ends,
+  // the last complete checkpoint stays `latest`.
   const fs::path run = tmp / "crashed";
   std::vector<std::string> crash = ranks_of(1);
   crash.insert(crash.end(), {"-x", std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM, "-x",
-                             "HEADLAB_KILL_AT=rename:5", "-x",
+                             "HEADLAB_KILL_AT=rename:9", "-x",
                              "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")});
   for (const std::string& a : train_args(run, sets)) crash.push_back(a);
   crash.push_back(":");
@@ -229,8 +230,8 @@ TEST_CASE("dist: resume under mpirun after rank 0 died in a checkpoint, and with
   CHECK(refused.exit_code == 2);
   CHECK_MESSAGE(count_error_lines(refused) == 1, refused.describe());
   CHECK_MESSAGE(
-      refused.err.find("its global batch is 32 sentences (train.batch_size 16 x "
-                       "train.grad_accum 1 x 2 ranks) but this run's is 64") != std::string::npos,
+      refused.err.find("the global batch: 32 (checkpoint) vs 64 (config) (train.grad_accum: 1 "
+                       "(checkpoint) vs 2 (config))") != std::string::npos,
       refused.describe());
 }
 
@@ -251,15 +252,16 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   CHECK(hung.exit_code == 2);
   CHECK_MESSAGE(after < 30, after << " s after the stop\n" << hung.describe());
   CHECK_MESSAGE(count_error_lines(hung) == 1, hung.describe());
-  CHECK_MESSAGE(hung.err.find("headlab: error: rank 0: waited 2 s (runtime.dist_timeout)") !=
+  CHECK_MESSAGE(hung.err.find("headlab: error: train: rank 0: waited 2 s (runtime.dist_timeout)") !=
                     std::string::npos,
                 hung.describe());
 
-  // Rank 0's disk fails in a checkpoint: its error, named, ends rank 1 too.
+  // Rank 0's disk fails in a checkpoint (its 6th rename: the first checkpoint's directory, after
+  // the run directory's own files): its error, named, ends rank 1 too.
   const fs::path failed = tmp / "failed";
   std::vector<std::string> args = ranks_of(1);
   args.insert(args.end(), {"-x", std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM, "-x",
-                           "HEADLAB_KILL_AT=rename:3:fail", "-x",
+                           "HEADLAB_KILL_AT=rename:6:fail", "-x",
                            "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")});
   const std::vector<std::string> every = {"train.steps=1000000", "train.checkpoint_every=2"};
   for (const std::string& a : train_args(failed, every)) args.push_back(a);
@@ -268,7 +270,7 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   const RunResult f = run_cli(args, mpirun_options());
   CHECK(f.exit_code == 2);
   CHECK_MESSAGE(count_error_lines(f) == 1, f.describe());
-  CHECK_MESSAGE(f.err.find("headlab: error: rank 0: cannot rename") != std::string::npos,
+  CHECK_MESSAGE(f.err.find("headlab: error: train: rank 0: cannot rename") != std::string::npos,
                 f.describe());
   CHECK(f.seconds < 60);
 }

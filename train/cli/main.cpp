@@ -1,5 +1,5 @@
 // headlab: the command-line front end. The library throws; this is the one place that prints
-// errors and chooses exit codes.
+// errors and chooses exit codes (train/cli/options.h: exit_codes_text).
 //
 // Under mpirun every rank runs main(). An error every rank meets alike (a bad command line or
 // config, a refused run directory, a non-finite loss: CollectiveError, NonFiniteError) is
@@ -7,7 +7,12 @@
 // printed by that rank as "headlab: error: rank R: ..." and ends the whole job at once
 // (abort_world, MPI_Abort), so no other rank waits for it (docs/distributed.md, "Failure").
 
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -17,7 +22,11 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
+#include "core/version.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/cli/output.h"
+#include "train/cli/signals.h"
 #include "train/cli/world.h"
 #include "train/dist/agree.h"
 #include "train/dist/world.h"
@@ -25,10 +34,14 @@
 
 namespace {
 
-// The error as the last line on stderr: "headlab: error: <message>" on one line. Messages quote
-// what the user gave, so a hostile input must not garble the terminal or flood it: control
-// characters become spaces or \xNN, and a message longer than kMaxMessage keeps its head and
-// its tail (the expected values) around a note of what was cut.
+using namespace headlab;
+
+// The subcommand argv[1] names, for the error line ("headlab: error: eval: ..."); "" if none.
+std::string command_name;
+
+// The message on one line: control characters become spaces or \xNN, and a message longer than
+// kMaxMessage keeps its head and its tail (the expected values) around a note of what was cut.
+// Messages quote what the user gave, so a hostile input must not garble the terminal or flood it.
 std::string one_line(const std::string& message) {
   constexpr size_t kMaxMessage = 1000;
   std::string line;
@@ -51,48 +64,72 @@ std::string one_line(const std::string& message) {
   return line;
 }
 
+// "headlab: error: <command>: <rank>message" (the command unless the message names it already).
+std::string error_line(const std::string& message, const std::string& rank = "") {
+  const std::string line = one_line(message);
+  const bool named = command_name.empty() || line.rfind(command_name + ": ", 0) == 0;
+  return "headlab: error: " + (named ? "" : command_name + ": ") + rank + line;
+}
+
+// The error as the last line on stderr: "headlab: error: <command>: <message>" on one line.
 // An error every rank met alike: rank 0 prints it, every rank returns `code`.
 int report(const std::string& message, int code) {
   std::fflush(stdout);
-  if (headlab::cli::speaks_for_job())
-    std::fprintf(stderr, "headlab: error: %s\n", one_line(message).c_str());
+  if (launcher_rank() == 0) cli::Output::get().final_line(error_line(message));
   return code;
 }
 
 // An error of this rank alone: with other ranks, it names this rank and ends the whole job.
 int report_local(const std::string& message, int code) {
-  headlab::Comm& world = headlab::cli::world();
+  Comm& world = cli::world();
   if (world.size() == 1) return report(message, code);
   std::fflush(stdout);
-  std::fprintf(stderr, "headlab: error: rank %d: %s\n", world.rank(), one_line(message).c_str());
-  headlab::abort_world(code);
+  cli::Output::get().final_line(error_line(message, fmt::format("rank {}: ", world.rank())));
+  abort_world(code);
 }
 
 // Only these commands run as ranks of one job; the others are one process's work.
-bool runs_distributed(const char* command) {
+bool runs_distributed(const std::string& command) {
   for (const char* c : {"train", "sweep", "bench", "info"})
-    if (std::string(command) == c) return true;
+    if (command == c) return true;
   return false;
 }
 
-// What is wrong with the command word before anything is parsed, or "": an unknown command
-// (CLI11 would only say "A subcommand is required"), or one that does not run under mpirun.
-std::string command_error(CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return "";
-  std::string known;
-  bool found = false;
-  for (CLI::App* sub : app.get_subcommands({})) {
-    known += (known.empty() ? "" : ", ") + sub->get_name();
-    found = found || sub->check_name(argv[1]);
-  }
-  if (!found) return std::string("unknown command '") + argv[1] + "' (commands: " + known + ")";
-  if (headlab::launched_by_mpi() && headlab::launcher_size() > 1 && !runs_distributed(argv[1]))
-    return fmt::format("headlab {} runs as one process; run it without mpirun", argv[1]);
-  return "";
+// `headlab` alone: what there is to do, on stderr.
+int usage(CLI::App& app) {
+  std::string text = "usage: headlab COMMAND [OPTIONS]  (headlab COMMAND --help for more)\n";
+  text += "commands:\n";
+  for (CLI::App* sub : app.get_subcommands({}))
+    text += fmt::format("  {:<10} {}\n", sub->get_name(), sub->get_description());
+  text += cli::exit_codes_text() + "\n";
+  std::fputs(text.c_str(), stderr);
+  return cli::kUsage;
 }
 
-int run_command(CLI::App& app, int argc, char** argv, const int& exit_code) {
-  using namespace headlab;
+// Why an earlier write to stdout failed: its errno is long gone, but a closed pipe still shows.
+std::string stdout_error() {
+  if (cli::stdout_failure() != 0) return std::strerror(cli::stdout_failure());
+  pollfd fd{STDOUT_FILENO, 0, 0};
+  if (::poll(&fd, 1, 0) == 1 && (fd.revents & POLLERR)) return std::strerror(EPIPE);
+  return "a write failed (a full disk?)";
+}
+
+// After a command that succeeded: what it printed must have arrived. (A failed one reported its
+// error already.)
+int check_outputs(int code) {
+  if (code != cli::kOk) return code;
+  const bool failed_before = std::ferror(stdout) != 0;
+  errno = 0;
+  if (std::fflush(stdout) != 0 || failed_before) {
+    const std::string why = !failed_before && errno ? std::strerror(errno) : stdout_error();
+    return report(fmt::format("cannot write to standard output: {}", why), cli::kUsage);
+  }
+  if (const auto& log = cli::Output::get().log_error()) return report(*log, cli::kUsage);
+  if (cli::Output::get().stderr_failed()) return cli::kUsage;
+  return code;
+}
+
+int run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -103,9 +140,9 @@ int run_command(CLI::App& app, int argc, char** argv, const int& exit_code) {
     return cli::speaks_for_job() ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {  // bad command line
     return report(e.what(), cli::kUsage);
-  } catch (const NonFiniteError& e) {  // NaN/Inf loss or gradient: training stopped
+  } catch (const NonFiniteError& e) {  // NaN/Inf loss, gradient or update: training stopped
     return report(e.what(), cli::kNonFinite);
-  } catch (const CollectiveError& e) {  // every rank: config, run directory, checkpoint
+  } catch (const CollectiveError& e) {  // every rank alike: config, run directory, checkpoint
     return report(e.what(), cli::kUsage);
   } catch (const Error& e) {  // a user's mistake: config, file, checkpoint
     return report_local(e.what(), cli::kUsage);
@@ -120,16 +157,18 @@ int run_command(CLI::App& app, int argc, char** argv, const int& exit_code) {
   } catch (...) {
     return report_local("unknown exception", cli::kFailure);
   }
-  return exit_code;
+  return -1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace headlab;
+  cli::ignore_write_signals();
+  cli::set_command_line(argc, argv);
   CLI::App app{"headlab: a small C++ training framework with tape-based autodiff"};
   app.require_subcommand(1);
   app.set_version_flag("--version", HEADLAB_VERSION);
+  app.footer(cli::exit_codes_text());
   int exit_code = cli::kOk;
   cli::add_train_command(app, exit_code);
   cli::add_eval_command(app, exit_code);
@@ -138,17 +177,30 @@ int main(int argc, char** argv) {
   cli::add_gradcheck_command(app, exit_code);
   cli::add_analyze_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);
-  if (const std::string error = command_error(app, argc, argv); !error.empty()) {
-    if (launcher_rank() == 0) report(error, cli::kUsage);  // the world is not open yet
-    return cli::kUsage;
+  if (argc < 2) return launcher_rank() == 0 ? usage(app) : cli::kUsage;
+  if (argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
+    std::string known;
+    for (CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->check_name(argv[1])) command_name = sub->get_name();
+    }
+    if (command_name.empty())
+      return report(std::string("unknown command '") + argv[1] + "' (commands: " + known + ")",
+                    cli::kUsage);
   }
+  // Under mpirun only rank 0 prints an error found before the world is open.
+  if (launched_by_mpi() && launcher_size() > 1 && !command_name.empty() &&
+      !runs_distributed(command_name))
+    return report(
+        fmt::format("headlab {} runs as one process; run it without mpirun", command_name),
+        cli::kUsage);
   try {
     cli::set_world(open_world());
   } catch (const Error& e) {
-    if (launcher_rank() == 0) report(e.what(), cli::kUsage);
-    return cli::kUsage;
+    return report(e.what(), cli::kUsage);
   }
-  const int code = run_command(app, argc, argv, exit_code);
+  const int failed = run(app, argc, argv);
+  const int code = check_outputs(failed >= 0 ? failed : exit_code);
   close_world();
   return code;
 }

@@ -21,8 +21,8 @@ inline bool speaks_for_job() {
   return world().is_root();
 }
 
-// "headlab <version>", the build ID, the registered layers and tasks and the CPU's kernels: what
-// must be the same on every rank for their numbers to be.
+// "headlab <version>", the build ID, the loaded plugins (path and SHA-256), the registered layers
+// and tasks and the CPU's kernels: what must be the same on every rank for their numbers to be.
 std::string build_fingerprint();
 
 // Start-up check of a distributed command: the same resolved config (`config_text`) and the

@@ -20,6 +20,7 @@
 #include "train/io/files.h"
 #include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
+#include "train/run/run_dir.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -93,62 +94,66 @@ int64_t Trainer::parameter_count() const {
   return n;
 }
 
-namespace {
-
-// A global batch as it reads in messages: "64 sentences (train.batch_size 32 x train.grad_accum
-// 1 x 2 ranks)".
-std::string global_batch_text(int64_t batch_size, int64_t accum, int64_t ranks) {
-  return fmt::format("{} sentences (train.batch_size {} x train.grad_accum {} x {} rank{})",
-                     batch_size * accum * ranks, batch_size, accum, ranks, ranks == 1 ? "" : "s");
+const std::string& Trainer::run_id() {
+  if (!run_id_) run_id_ = has_run_marker(run_dir_) ? read_run_marker(run_dir_) : std::string();
+  return *run_id_;
 }
 
-}  // namespace
-
-void Trainer::resume() {
-  on_root(*comm_, [&] { load_latest(); });
+void Trainer::resume(ConfigUse use, const std::filesystem::path& checkpoint) {
+  on_root(*comm_, [&] {
+    if (checkpoint.empty() && !latest_checkpoint(run_dir_))
+      fail("no checkpoint in '{}' ('{}' does not exist){}", run_dir_.string(),
+           (run_dir_ / "checkpoints" / "latest").string(),
+           use == ConfigUse::resume ? ": the run stopped before its first checkpoint; start it "
+                                      "again with --overwrite"
+                                    : "");
+    restore(use, checkpoint.empty() ? load_checkpoint(run_dir_) : load_checkpoint_dir(checkpoint));
+  });
   share_resumed_state();
 }
 
-void Trainer::load_latest() {
-  if (!latest_checkpoint(run_dir_))
-    fail("--resume: no checkpoint in '{}' ('{}' does not exist)", run_dir_.string(),
-         (run_dir_ / "checkpoints" / "latest").string());
-  CheckpointData c = load_checkpoint(run_dir_);
+void Trainer::restore(ConfigUse use, CheckpointData c) {
   const std::string where = c.dir.string();
+  const char* verb = use == ConfigUse::resume ? "resume from" : "evaluate";
+  if (!c.run_id.empty() && !run_id().empty() && c.run_id != run_id())
+    fail(
+        "cannot {} '{}': it was written by run {}, but '{}' is run {} (a checkpoint copied in "
+        "from another run directory?)",
+        verb, where, c.run_id, run_dir_.string(), run_id());
   const Config saved = parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string());
-  const std::vector<std::string> diffs = shape_differences(saved, config_);
+  // A run is defined by its global batch, not by how it is split (docs/distributed.md); an
+  // evaluation runs on one process whatever the run's ranks were.
+  const int64_t saved_ranks =
+      use == ConfigUse::resume ? c.extra.value("world_size", int64_t{1}) : 1;
+  const int64_t ranks = use == ConfigUse::resume ? comm_->size() : 1;
+  const std::vector<std::string> diffs =
+      identity_differences(saved, config_, use, saved_ranks, ranks);
   if (!diffs.empty()) {
     std::string list;
     for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
+    if (use == ConfigUse::resume)
+      fail(
+          "cannot resume from '{}': the config changes what the run computes ({}); restore "
+          "those values, or start a new run (--overwrite, or another --out)",
+          where, list);
     fail(
-        "cannot resume from '{}': the config changes shapes the checkpoint was trained with "
-        "({}); restore those values or start a new run with another --out",
+        "cannot evaluate '{}': the config changes what the run computes ({}); only train.eval_* "
+        "and runtime.* may differ from the run's",
         where, list);
   }
-  // A run is defined by its global batch, not by how it is split (docs/distributed.md).
-  const int64_t saved_ranks = c.extra.value("world_size", int64_t{1});
-  const TrainConfig& t = config_.train;
-  if (saved.train.batch_size * saved.train.grad_accum * saved_ranks !=
-      t.batch_size * t.grad_accum * comm_->size())
-    fail(
-        "cannot resume from '{}': its global batch is {} but this run's is {}; resume with a "
-        "split of the same global batch or start a new run with another --out",
-        where, global_batch_text(saved.train.batch_size, saved.train.grad_accum, saved_ranks),
-        global_batch_text(t.batch_size, t.grad_accum, comm_->size()));
-  if (c.step > config_.train.steps)
+  if (use == ConfigUse::resume && c.step > config_.train.steps)
     fail("cannot resume from '{}': it is at step {} but train.steps is {}", where, c.step,
          config_.train.steps);
   if (c.data_cursor != c.step)
-    fail("cannot resume from '{}': data cursor {} differs from step {}", where, c.data_cursor,
-         c.step);
+    fail("cannot {} '{}': data cursor {} differs from step {}", verb, where, c.data_cursor, c.step);
   try {
     model_->load_state_dict(c.model);
     optimizer_->load_state_dict(c.optimizer);
   } catch (const Error& e) {
-    fail("cannot resume from '{}': {}", where, e.what());
+    fail("cannot {} '{}': {}", verb, where, e.what());
   }
   if (optimizer_->step_count() != c.step)
-    fail("cannot resume from '{}': optimizer.safetensors is at step {} but state.json at {}", where,
+    fail("cannot {} '{}': optimizer.safetensors is at step {} but state.json at {}", verb, where,
          optimizer_->step_count(), c.step);
   step_ = c.step;
   last_checkpoint_ = c.step;
@@ -175,13 +180,34 @@ void Trainer::share_resumed_state() {
   resumed_train_seconds_ = seconds[1];
 }
 
+void Trainer::check_finite_state(const StateDict& model, const StateDict& optimizer) const {
+  for (const StateDict* dict : {&model, &optimizer})
+    for (const NamedTensor& t : *dict) {
+      const float* x = t.tensor.data();
+      for (int64_t i = 0; i < t.tensor.numel(); ++i) {
+        if (std::isfinite(x[i])) continue;
+        const std::string kept =
+            last_checkpoint_ >= 0
+                ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint_)
+                : std::string("no checkpoint was written");
+        throw NonFiniteError(
+            step_, fmt::format("training stopped at step {}: the update made {} '{}' {}; {} (try "
+                               "a lower optim.lr or a larger optim.eps)",
+                               step_, dict == &model ? "the parameter" : "the optimizer state",
+                               t.name, std::isnan(x[i]) ? "NaN" : "infinite", kept));
+      }
+    }
+}
+
 void Trainer::save(double elapsed, double train_seconds) {
-  last_checkpoint_ = step_;
-  if (!comm_->is_root()) return;  // rank 0 alone writes the run directory
   CheckpointData c;
-  c.step = step_;
   c.model = model_->state_dict();
   c.optimizer = optimizer_->state_dict();
+  check_finite_state(c.model, c.optimizer);  // every rank alike: they hold the same state
+  last_checkpoint_ = step_;
+  if (!comm_->is_root()) return;  // rank 0 alone writes the run directory
+  c.step = step_;
+  c.run_id = run_id();
   c.data_cursor = step_;
   c.extra = {{"elapsed_seconds", elapsed},
              {"train_seconds", train_seconds},

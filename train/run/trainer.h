@@ -3,10 +3,10 @@
 // exits; the CLI watches it through a TrainObserver).
 //
 // From a validated Config it sets runtime.threads and runtime.backend, builds the task
-// (train/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/). Step
-// s = 1..train.steps trains on batch s - 1 of the data stream (the data cursor is s - 1), whose
-// global batch is M = grad_accum x ranks micro-batches of batch_size sentences; rank r computes
-// micro-batches m = r * grad_accum .. (r + 1) * grad_accum - 1 (docs/distributed.md):
+// (train/tasks/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/).
+// Step s = 1..train.steps trains on batch s - 1 of the data stream (the data cursor is s - 1),
+// whose global batch is M = grad_accum x ranks micro-batches of batch_size sentences; rank r
+// computes micro-batches m = r * grad_accum .. (r + 1) * grad_accum - 1 (docs/distributed.md):
 //
 //   for each of this rank's micro-batches m:
 //     sentences [m B, (m + 1) B) of batch s - 1: task.generate_sentences(seed, s - 1, m B, B)
@@ -28,25 +28,29 @@
 // Every log_every steps (and the last) a metrics row, every eval_every steps (and the last) an
 // evaluation (NoGradGuard, eval mode, eval_batches x eval_batch_size sentences from eval_seed,
 // the same sentences every time), every checkpoint_every steps (and the last) a checkpoint
-// (train/checkpoint.h). Evaluation batches are split over the ranks (batch i on rank i mod N)
+// (train/run/checkpoint.h). Evaluation batches are split over the ranks (batch i on rank i mod N)
 // and their counts summed in batch order. All state a step depends on (parameters, optimizer
-// moments and step,
-// the data cursor) is in the checkpoint, and the data and the dropout masks are pure functions
-// of (train.seed, step, sentence), so resume() continues bit-identically on the same machine,
-// backend and thread count.
+// moments and step, the data cursor) is in the checkpoint, and the data and the dropout masks
+// are pure functions of (train.seed, step, sentence), so resume() continues bit-identically on
+// the same machine, backend and thread count.
 //
-// Files in the run directory: config.resolved.toml, metrics.jsonl (train/metrics.h),
-// checkpoints/, and summary.json when run() finishes. Only rank 0 reads or writes the run
-// directory; the other ranks get a resumed checkpoint from rank 0 by message.
+// Files in the run directory: config.resolved.toml, metrics.jsonl (train/run/metrics.h),
+// checkpoints/ (train/run/checkpoint.h), and summary.json when run() finishes. Only rank 0
+// reads or writes the run directory; the other ranks get a resumed checkpoint from rank 0 by
+// message. The trainer does not claim the directory: its caller does, once, on rank 0
+// (claim_run_dir, train/run/run_dir.h); the CLI also writes train.log and run.json
+// (train/run/run_json.h) there.
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/state_dict.h"
 #include "train/config/config.h"
 #include "train/run/metrics.h"
 
@@ -60,6 +64,7 @@ class Task;
 class Schedule;
 class MetricsWriter;
 struct Batch;
+struct CheckpointData;
 
 // Training stopped on a NaN or Inf loss or gradient norm. Thrown before the update, so the
 // parameters and the last checkpoint are untouched. Derives from Error: catch it first.
@@ -82,7 +87,7 @@ class TrainObserver {
   virtual void on_log(const StepMetrics&) {}
   virtual void on_eval(const EvalMetrics&) {}
   virtual void on_checkpoint(int64_t /*step*/, const std::filesystem::path& /*dir*/) {}
-  // Asked after every step: true stops the run there (Ctrl-C in the CLI). The trainer then
+  // Asked after every step: true stops the run there (SIGINT, SIGTERM, SIGHUP in the CLI). It then
   // saves a checkpoint of that step, so --resume continues exactly, and returns with
   // TrainResult::interrupted set (no final evaluation, no summary.json).
   virtual bool should_stop() { return false; }
@@ -100,12 +105,18 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step and data cursor (rank 0
-  // reads it and sends it to the others). Throws headlab::Error when there is no checkpoint,
-  // when its config differs from this one in a key that changes shapes (listing them), when its
-  // global batch (batch_size x grad_accum x ranks) differs from this run's (naming both), or when
-  // its tensors do not fit; with several ranks, every rank throws it (CollectiveError).
-  void resume();
+  // Loads a checkpoint of the run: <run_dir>/checkpoints/latest, or `checkpoint` (a directory
+  // from find_checkpoint, train/run/checkpoint.h): model, optimizer state, step and data cursor
+  // (rank 0 reads it and sends it to the others). Throws headlab::Error when there is no
+  // checkpoint, when it is damaged (checkpoint.h), when it was written by another run directory
+  // (its run id), when its global batch (batch_size x grad_accum x ranks) differs from this
+  // run's (naming both), when this config is another run than the checkpoint's
+  // (identity_differences for `use`, listing every key with both values), or when its tensors
+  // do not fit; with several ranks, every rank throws it (CollectiveError).
+  void resume(ConfigUse use = ConfigUse::resume, const std::filesystem::path& checkpoint = {});
+  // The same from a checkpoint already loaded (load_checkpoint or load_checkpoint_dir), in this
+  // process alone.
+  void restore(ConfigUse use, CheckpointData checkpoint);
 
   // Trains from the current step to train.steps, writing the run files (see the top). Returns
   // the final evaluation and timings; also writes summary.json. Stops early, after saving a
@@ -118,6 +129,10 @@ class Trainer {
   EvalMetrics evaluate();
   // Seconds the last step spent reducing gradients over its micro-batches and ranks.
   double last_reduce_seconds() const;
+
+  // One training step as run() takes it (batch, forward, loss, backward, clipping, update)
+  // without metrics rows, evaluations or checkpoints: what `headlab bench --config` times.
+  StepMetrics step_once() { return train_step(); }
 
   const Config& config() const { return config_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
@@ -141,10 +156,11 @@ class Trainer {
                   TrainResult& result);
   void checkpoint(const Session& session, TrainObserver& obs);
   void save(double elapsed, double train_seconds);
-  // Rank 0's part of resume(): reads, checks and loads the latest checkpoint.
-  void load_latest();
-  // The other ranks' part: rank 0's loaded state, by message.
+  // The other ranks' part of resume(): rank 0's loaded state, by message.
   void share_resumed_state();
+  // Throws NonFiniteError when a parameter or optimizer value is NaN or Inf (before a save).
+  void check_finite_state(const StateDict& model, const StateDict& optimizer) const;
+  const std::string& run_id();
 
   Config config_;
   std::filesystem::path run_dir_;
@@ -161,6 +177,7 @@ class Trainer {
   int64_t last_checkpoint_ = -1;  // step of the newest checkpoint on disk, -1 if none
   double resumed_elapsed_ = 0;    // wall and step time of earlier sessions (from checkpoint)
   double resumed_train_seconds_ = 0;
+  std::optional<std::string> run_id_;  // the run directory's marker id, read once
 };
 
 }  // namespace headlab

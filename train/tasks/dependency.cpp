@@ -193,15 +193,7 @@ void DependencyTask::generate_sentences(uint64_t seed, int64_t index, int64_t fi
   if (count < 1) fail("dependency task: batch_size is {} but expected >= 1", count);
   if (index < 0) fail("dependency task: batch index is {} but expected >= 0", index);
   if (first < 0) fail("dependency task: first sentence is {} but expected >= 0", first);
-  const int64_t n = count * kT;
-  out.batch_size = count;
-  out.seq_len = kT;
-  // resize() keeps the capacity, so a stream of equal-sized batches allocates only once.
-  out.features.resize(features_.size());
-  for (auto& f : out.features) f.resize(static_cast<size_t>(n));
-  out.labels.resize(static_cast<size_t>(n));
-  out.partners.resize(relations_.size());
-  for (auto& p : out.partners) p.resize(static_cast<size_t>(n));
+  out.resize(count, kT, features_.size(), relations_.size());
   for (int64_t b = 0; b < count; ++b) {
     Rng rng = Rng::derive(seed, static_cast<uint64_t>(index), static_cast<uint64_t>(first + b));
     write_sentence(draw_sentence(rng, static_cast<uint64_t>(colours_)), joint_, colours_,

@@ -1,0 +1,163 @@
+// The preset workloads of `headlab bench --preset` (see bench/step.h): the PyTorch reference's
+// encoder, step and data.
+
+#include <span>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "bench/step.h"
+#include "core/error.h"
+#include "core/kernels/kernels.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "core/threads.h"
+#include "layers/encoder.h"
+#include "optim/adam.h"
+#include "train/dist/comm.h"
+#include "train/dist/reduce.h"
+
+namespace headlab::bench {
+namespace {
+
+using nlohmann::json;
+
+struct Preset {
+  const char* name;
+  int64_t vocab, seq, d_model, heads, batch, layers;
+  int warmup, steps;
+};
+
+// As CONFIGS in torch_reference.py; warm-up and step counts keep each run to seconds.
+constexpr Preset kPresets[] = {
+    {"S", 32, 16, 64, 4, 64, 2, 20, 200},
+    {"M", 32, 32, 128, 8, 64, 2, 10, 100},
+    {"L", 32, 64, 256, 8, 32, 4, 5, 20},
+};
+constexpr int64_t kFfnMult = 4;
+
+const Preset& find_preset(const std::string& name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return p;
+  fail("bench: unknown preset '{}' (known: S, M, L)", name);
+}
+
+// The reference's analytic matmul FLOPs of one forward pass (a multiply-add is 2 FLOPs); its
+// training step counts 3x (backward ~ 2x forward).
+double forward_flops(const Preset& p) {
+  const double n = static_cast<double>(p.batch * p.seq), d = static_cast<double>(p.d_model);
+  const double per_layer =
+      2 * n * d * d * 4 + 2 * n * static_cast<double>(p.seq) * d * 2 + 2 * n * d * kFfnMult * d * 2;
+  return static_cast<double>(p.layers) * per_layer + 2 * n * d * static_cast<double>(p.vocab);
+}
+
+// The reference's encoder (see the top of bench/step.h).
+EncoderOptions preset_encoder(const Preset& p) {
+  EncoderOptions eo;
+  eo.vocab_sizes = {p.vocab};
+  eo.max_len = p.seq;
+  eo.d_model = p.d_model;
+  eo.heads = p.heads;
+  eo.layers = p.layers;
+  eo.d_ff = kFfnMult * p.d_model;
+  eo.num_classes = p.vocab;
+  eo.activation = Activation::relu;
+  eo.norm = NormPosition::post;
+  eo.positions = PositionKind::learned;
+  eo.embed_init_std = 1.0f;  // nn.Embedding
+  eo.pos_init_std = 0.02f;   // torch.randn(T, D) * 0.02
+  eo.dropout = 0.0f;
+  eo.attn_dropout = 0.0f;
+  return eo;
+}
+
+// The model, its optimizer and a learnable task: the next token of a fixed random batch
+// (cyclic), as the reference; with several ranks each keeps its rows [first, first + B) of it,
+// and its gradients are reduced over the ranks as training reduces them.
+struct PresetState {
+  PresetState(const Preset& p, int seed, Comm* comm, int64_t B, int64_t first)
+      : init(static_cast<uint64_t>(seed)),
+        model(preset_encoder(p), init),
+        adam(model.named_parameters(),
+             [] {
+               AdamOptions ao;
+               ao.lr = 1e-3;
+               return ao;
+             }()),
+        reduce(comm ? *comm : alone, 1, gradient_sizes(model)) {
+    const int64_t T = p.seq;
+    ids.resize(static_cast<size_t>(p.batch * T));
+    targets.resize(ids.size());
+    Rng data(static_cast<uint64_t>(seed) + 1);
+    for (auto& id : ids) id = static_cast<int32_t>(data.below(static_cast<uint64_t>(p.vocab)));
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t t = 0; t < T; ++t) targets[b * T + t] = ids[b * T + (t + 1) % T];
+    ids.erase(ids.begin(), ids.begin() + first * T);
+    ids.resize(static_cast<size_t>(B * T));
+    targets.erase(targets.begin(), targets.begin() + first * T);
+    targets.resize(ids.size());
+    for (const auto& np : model.named_parameters()) {
+      np.var.grad() = Tensor::zeros(np.var.shape());
+      grads.emplace_back(np.var.grad().data(), static_cast<size_t>(np.var.numel()));
+    }
+  }
+  static std::vector<int64_t> gradient_sizes(Encoder& model) {
+    std::vector<int64_t> sizes;
+    for (const auto& np : model.named_parameters()) sizes.push_back(np.var.numel());
+    return sizes;
+  }
+  Rng init;
+  Encoder model;
+  Adam adam;
+  LocalComm alone;  // the ranks when there is no comm
+  GradientReducer reduce;
+  std::vector<int32_t> ids, targets;
+  std::vector<std::span<float>> grads;
+};
+
+}  // namespace
+
+Workload preset_workload(const StepBenchOptions& o, int threads_option) {
+  const Preset& p = find_preset(o.preset);
+  const int64_t ranks = o.comm ? o.comm->size() : 1;
+  if (p.batch % ranks != 0)
+    fail("bench: preset {}'s batch of {} does not split over {} ranks", p.name, p.batch, ranks);
+  const int threads = threads_option > 0 ? threads_option : 1;
+  set_backend(parse_backend(o.backend.empty() ? "auto" : o.backend));
+  set_num_threads(threads);
+
+  const int64_t B = p.batch / ranks, T = p.seq, global_tokens = p.batch * T;
+  auto state =
+      std::make_shared<PresetState>(p, o.seed, o.comm, B, (o.comm ? o.comm->rank() : 0) * B);
+  PresetState& s = *state;
+  int64_t n_params = 0;
+  for (const auto& np : s.model.named_parameters()) n_params += np.var.numel();
+  const std::span<const int32_t> feature(s.ids);
+
+  Workload w;
+  w.state = state;
+  w.warmup = p.warmup;
+  w.steps = p.steps;
+  w.subject.train_step = [&s, feature, B, T, global_tokens] {
+    s.adam.zero_grad();
+    EncoderOutput out = s.model.forward({feature}, B, T);
+    Var loss = cross_entropy(out.logits, s.targets);
+    loss.backward();
+    s.reduce.add(s.grads, B * T);
+    s.reduce.finish(s.grads, global_tokens);
+    s.adam.step();
+    return loss.value()[0];
+  };
+  if (ranks > 1) w.subject.reduce_seconds = [&s] { return s.reduce.last_seconds(); };
+  w.subject.forward = [&s, feature, B, T] { s.model.forward({feature}, B, T); };
+  w.subject.set_training = [&s](bool training) { training ? s.model.train() : s.model.eval(); };
+  w.subject.forward_flops = forward_flops(p);
+  s.model.train();
+  w.description = {{"bench", "headlab_step"}, {"preset", p.name},   {"config", p.name},
+                   {"vocab", p.vocab},        {"seq", p.seq},       {"d_model", p.d_model},
+                   {"heads", p.heads},        {"batch", p.batch},   {"ranks", ranks},
+                   {"batch_per_rank", B},     {"layers", p.layers}, {"ffn_mult", kFfnMult},
+                   {"params", n_params},      {"threads", threads}};
+  return w;
+}
+
+}  // namespace headlab::bench
