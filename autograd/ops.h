@@ -11,6 +11,7 @@
 
 #include "autograd/var.h"
 #include "core/rng.h"
+#include "core/sample_rng.h"
 
 namespace headlab {
 
@@ -38,6 +39,11 @@ Var gelu(const Var& x);
 // rest by 1/(1-p). When !training or p == 0 it returns x itself and draws nothing. Throws
 // unless p is in [0, 1).
 Var dropout(const Var& x, float p, Rng& rng, bool training);
+// The same with masks keyed by sample (core/sample_rng.h), what every layer of the library uses:
+// x's leading dim is the sample (batch) dim, each row's mask comes from its own generator, so a
+// sentence gets the same mask wherever it is computed (docs/distributed.md). Takes one site of rng
+// per call in training (none otherwise).
+Var dropout(const Var& x, float p, SampleRng& rng, bool training);
 
 // ---- element-wise math (ops_math.cpp) ----
 // Plain loops over the values (no kernel backend of their own: they are not on the flagship
@@ -148,7 +154,7 @@ Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias,
 // A_i = softmax(scale Q_i K_i^T + masks) [B, h, T, T] and dropout on A_i's entries:
 //   out = Concat_i(dropout(A_i) V_i)      [B, T, h d]
 // Equals split_heads of each third, scale(batched_matmul(q, k, false, true), scale), masked_fill
-// with -inf for each mask, softmax, dropout (drawing the same mask from rng) and
+// with -inf for each mask, softmax, dropout(., p, rng) (the same keyed mask) and
 // batched_matmul(., v), then merge_heads. Masks as in MultiHeadAttention (nonzero = masked):
 // key_padding_mask [B, T], attn_mask [T, T]; they are read during the call only.
 struct AttentionOptions {
@@ -157,7 +163,7 @@ struct AttentionOptions {
   const Tensor* key_padding_mask = nullptr;
   const Tensor* attn_mask = nullptr;
   float dropout = 0.0f;  // in [0, 1); 0 outside training
-  Rng* rng = nullptr;    // dropout masks; required when dropout > 0
+  SampleRng* rng = nullptr;  // dropout masks, keyed by batch row; required when dropout > 0
 };
 Var self_attention(const Var& qkv, const AttentionOptions& options);
 

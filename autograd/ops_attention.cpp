@@ -35,7 +35,7 @@ Var self_attention(const Var& qkv, const AttentionOptions& o) {
   float* p = saved.data();
   float* mult = drop ? p + ntt : nullptr;
   float* p_drop = drop ? mult + ntt : nullptr;
-  if (drop) ew::dropout_mask(*o.rng, o.dropout, mult, ntt);  // the composed ops' draw order
+  if (drop) ew::dropout_mask(*o.rng, o.dropout, mult, b, ntt);  // as dropout() on [B, h, T, T]
 
   AttentionDesc desc;
   desc.batch = b;

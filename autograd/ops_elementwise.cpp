@@ -104,23 +104,40 @@ Var gelu(const Var& x) {
   return eltwise_op("gelu", x, &Kernels::gelu_forward, &Kernels::gelu_backward);
 }
 
-Var dropout(const Var& x, float p, Rng& rng, bool training) {
+namespace {
+
+// out = x * mask with mask in {0, 1/(1-p)}, so dx = g * mask: the scaled mask is all backward
+// needs. It is drawn whether or not the op is recorded, so the RNG stream does not depend on
+// grad mode. fill(mask, n) draws it.
+template <class Fill>
+Var dropout_op(const Var& x, float p, bool training, Fill fill) {
   constexpr const char* kOp = "dropout";
   if (!(p >= 0.0f && p < 1.0f)) fail("{}: p is {} but must be in [0, 1)", kOp, p);
   detail::check_defined(kOp, x);
   if (!training || p == 0.0f) return x;
-  // out = x * mask with mask in {0, 1/(1-p)}, so dx = g * mask: the scaled mask is all backward
-  // needs. It is drawn whether or not the op is recorded, so the RNG stream does not depend on
-  // grad mode.
   const int64_t n = x.numel();
   Tensor mask = Tensor::empty(x.shape());
-  ew::dropout_mask(rng, p, mask.data(), n);
+  fill(mask.data(), n);
   Var out = make_output(kOp, x.shape(), {&x});
   ew::mul_broadcast(x.value().data(), n, mask.data(), n, out.value().data());
   record(kOp, out, [x, mask, n](const Tensor& g) {
     grad::add(x, [&](Tensor& dx) { ew::mul_broadcast(g.data(), n, mask.data(), n, dx.data()); });
   });
   return out;
+}
+
+}  // namespace
+
+Var dropout(const Var& x, float p, Rng& rng, bool training) {
+  return dropout_op(x, p, training,
+                    [&](float* mask, int64_t n) { ew::dropout_mask(rng, p, mask, n); });
+}
+
+Var dropout(const Var& x, float p, SampleRng& rng, bool training) {
+  return dropout_op(x, p, training, [&](float* mask, int64_t n) {
+    const int64_t rows = x.rank() > 0 && x.size(0) > 0 ? x.size(0) : 1;
+    ew::dropout_mask(rng, p, mask, rows, n);
+  });
 }
 
 }  // namespace headlab

@@ -145,17 +145,22 @@ json median_or_null(const std::vector<double>& v) {
 json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   ContentionMonitor monitor;
   float loss_first = 0.0f, loss_last = 0.0f;
-  bool first = true;
+  bool first = true, timing = false;
+  std::vector<double> reduce_ms;
   auto step = [&] {
     loss_last = subject.train_step();
     if (first) loss_first = loss_last, first = false;
+    if (timing && subject.reduce_seconds) reduce_ms.push_back(1e3 * subject.reduce_seconds());
   };
   // Allocations are counted over the timed steps only (the warm-up creates the caches).
   for (int i = 0; i < o.warmup; ++i) step();
   Timed train(o.steps), infer(o.steps);
+  reduce_ms.reserve(static_cast<size_t>(o.steps));
   const int64_t new_before = operator_new_calls();
   const size_t pool_before = storage_pool_stats().heap_allocations;
+  timing = true;
   time_calls(step, 0, train, monitor);
+  timing = false;
   const int64_t new_calls = operator_new_calls() - new_before;
   const size_t pool_allocs = storage_pool_stats().heap_allocations - pool_before;
   {
@@ -182,7 +187,7 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   const double fwd = subject.forward_flops, train_flops = 3.0 * fwd;
   const double peak = fma_peak_gflops_per_core();
   const double achieved = train_flops / (med * 1e-3) * 1e-9;
-  return {
+  json r = {
       {"threads", o.threads},
       {"steps", o.steps},
       {"warmup", o.warmup},
@@ -219,6 +224,8 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"loss_first", loss_first},
       {"loss_last", loss_last},
   };
+  if (!reduce_ms.empty()) r["allreduce_ms_median"] = median(reduce_ms);
+  return r;
 }
 
 }  // namespace headlab::bench

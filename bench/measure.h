@@ -26,6 +26,9 @@ struct StepSubject {
   std::function<void()> forward;      // the inference forward (timed under NoGradGuard)
   std::function<void(bool training)> set_training;  // train or eval mode of the model
   double forward_flops = 0;  // matmul FLOPs of one forward (a multiply-add is 2)
+  // Optional (data-parallel steps): seconds the last train_step spent reducing gradients over
+  // its ranks; reported as allreduce_ms_median.
+  std::function<double()> reduce_seconds;
 };
 
 struct MeasureOptions {
@@ -42,7 +45,8 @@ struct MeasureOptions {
 // achieved_gflops, fma_peak_gflops_per_core, fraction_of_fma_peak, infer_gflops_per_s,
 // gemm_only_ms, gemm_calls_per_step, step_over_gemm_only, gemm_shapes, peak_rss_mb,
 // allocations_per_step, operator_new_per_step, pool_heap_allocations_per_step,
-// contention_monitor, loss_first, loss_last, steps, warmup, threads.
+// contention_monitor, loss_first, loss_last, steps, warmup, threads; with reduce_seconds also
+// allreduce_ms_median (over the timed steps).
 nlohmann::json measure_steps(const StepSubject& subject, const MeasureOptions& options);
 
 }  // namespace headlab::bench

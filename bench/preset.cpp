@@ -13,6 +13,8 @@
 #include "core/threads.h"
 #include "layers/encoder.h"
 #include "optim/adam.h"
+#include "train/dist/comm.h"
+#include "train/dist/reduce.h"
 
 namespace headlab::bench {
 namespace {
@@ -69,65 +71,92 @@ EncoderOptions preset_encoder(const Preset& p) {
 }
 
 // The model, its optimizer and a learnable task: the next token of a fixed random batch
-// (cyclic), as the reference.
+// (cyclic), as the reference; with several ranks each keeps its rows [first, first + B) of it,
+// and its gradients are reduced over the ranks as training reduces them.
 struct PresetState {
-  PresetState(const Preset& p, int seed)
+  PresetState(const Preset& p, int seed, Comm* comm, int64_t B, int64_t first)
       : init(static_cast<uint64_t>(seed)),
         model(preset_encoder(p), init),
-        adam(model.named_parameters(), [] {
-          AdamOptions ao;
-          ao.lr = 1e-3;
-          return ao;
-        }()) {
-    const int64_t B = p.batch, T = p.seq;
-    ids.resize(static_cast<size_t>(B * T));
+        adam(model.named_parameters(),
+             [] {
+               AdamOptions ao;
+               ao.lr = 1e-3;
+               return ao;
+             }()),
+        reduce(comm ? *comm : alone, 1, gradient_sizes(model)) {
+    const int64_t T = p.seq;
+    ids.resize(static_cast<size_t>(p.batch * T));
     targets.resize(ids.size());
     Rng data(static_cast<uint64_t>(seed) + 1);
     for (auto& id : ids) id = static_cast<int32_t>(data.below(static_cast<uint64_t>(p.vocab)));
-    for (int64_t b = 0; b < B; ++b)
+    for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t t = 0; t < T; ++t) targets[b * T + t] = ids[b * T + (t + 1) % T];
+    ids.erase(ids.begin(), ids.begin() + first * T);
+    ids.resize(static_cast<size_t>(B * T));
+    targets.erase(targets.begin(), targets.begin() + first * T);
+    targets.resize(ids.size());
+    for (const auto& np : model.named_parameters()) {
+      np.var.grad() = Tensor::zeros(np.var.shape());
+      grads.emplace_back(np.var.grad().data(), static_cast<size_t>(np.var.numel()));
+    }
+  }
+  static std::vector<int64_t> gradient_sizes(Encoder& model) {
+    std::vector<int64_t> sizes;
+    for (const auto& np : model.named_parameters()) sizes.push_back(np.var.numel());
+    return sizes;
   }
   Rng init;
   Encoder model;
   Adam adam;
+  LocalComm alone;  // the ranks when there is no comm
+  GradientReducer reduce;
   std::vector<int32_t> ids, targets;
+  std::vector<std::span<float>> grads;
 };
 
 }  // namespace
 
 Workload preset_workload(const StepBenchOptions& o, int threads_option) {
   const Preset& p = find_preset(o.preset);
+  const int64_t ranks = o.comm ? o.comm->size() : 1;
+  if (p.batch % ranks != 0)
+    fail("bench: preset {}'s batch of {} does not split over {} ranks", p.name, p.batch, ranks);
   const int threads = threads_option > 0 ? threads_option : 1;
   set_backend(parse_backend(o.backend.empty() ? "auto" : o.backend));
   set_num_threads(threads);
 
-  auto state = std::make_shared<PresetState>(p, o.seed);
+  const int64_t B = p.batch / ranks, T = p.seq, global_tokens = p.batch * T;
+  auto state =
+      std::make_shared<PresetState>(p, o.seed, o.comm, B, (o.comm ? o.comm->rank() : 0) * B);
   PresetState& s = *state;
   int64_t n_params = 0;
   for (const auto& np : s.model.named_parameters()) n_params += np.var.numel();
-  const int64_t B = p.batch, T = p.seq;
   const std::span<const int32_t> feature(s.ids);
 
   Workload w;
   w.state = state;
   w.warmup = p.warmup;
   w.steps = p.steps;
-  w.subject.train_step = [&s, feature, B, T] {
+  w.subject.train_step = [&s, feature, B, T, global_tokens] {
     s.adam.zero_grad();
     EncoderOutput out = s.model.forward({feature}, B, T);
     Var loss = cross_entropy(out.logits, s.targets);
     loss.backward();
+    s.reduce.add(s.grads, B * T);
+    s.reduce.finish(s.grads, global_tokens);
     s.adam.step();
     return loss.value()[0];
   };
+  if (ranks > 1) w.subject.reduce_seconds = [&s] { return s.reduce.last_seconds(); };
   w.subject.forward = [&s, feature, B, T] { s.model.forward({feature}, B, T); };
   w.subject.set_training = [&s](bool training) { training ? s.model.train() : s.model.eval(); };
   w.subject.forward_flops = forward_flops(p);
   s.model.train();
   w.description = {{"bench", "headlab_step"}, {"preset", p.name},   {"config", p.name},
                    {"vocab", p.vocab},        {"seq", p.seq},       {"d_model", p.d_model},
-                   {"heads", p.heads},        {"batch", p.batch},   {"layers", p.layers},
-                   {"ffn_mult", kFfnMult},    {"params", n_params}, {"threads", threads}};
+                   {"heads", p.heads},        {"batch", p.batch},   {"ranks", ranks},
+                   {"batch_per_rank", B},     {"layers", p.layers}, {"ffn_mult", kFfnMult},
+                   {"params", n_params},      {"threads", threads}};
   return w;
 }
 

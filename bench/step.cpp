@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
+#include "train/dist/comm.h"
 
 namespace headlab::bench {
 namespace {
@@ -17,7 +18,10 @@ Workload make_workload(const StepBenchOptions& o, int threads) {
   if (o.preset.empty() == o.config.empty())
     fail("bench: give one of --preset and --config (got {})",
          o.preset.empty() ? "neither" : "both");
-  return o.preset.empty() ? config_workload(o, threads) : preset_workload(o, threads);
+  if (!o.preset.empty()) return preset_workload(o, threads);
+  if (o.comm && o.comm->size() > 1)
+    fail("bench: --config runs as one process; under mpirun use --preset S|M|L");
+  return config_workload(o, threads);
 }
 
 json described(json report, const Workload& w) {

@@ -19,6 +19,11 @@
 // run_step_bench measures the step (bench/measure.h: median/p10/p90 ms, inference forward,
 // GFLOP/s beside the FMA peak, GEMM-only time, peak RSS, allocations per step);
 // run_step_profile splits one step by op (bench/profile.h).
+//
+// Under `mpirun -np N` (options.comm of N ranks) the preset's step is data-parallel over the same
+// global batch: rank r takes rows [r B/N, (r + 1) B/N) of the preset's batch, and the gradients
+// are reduced as training reduces them (train/dist/reduce.h) before Adam; the report adds ranks,
+// batch_per_rank and allreduce_ms_median (the reduction's time per step, waiting included).
 
 #include <memory>
 #include <string>
@@ -27,6 +32,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/measure.h"
+
+namespace headlab {
+class Comm;
+}
 
 namespace headlab::bench {
 
@@ -39,6 +48,7 @@ struct StepBenchOptions {
   std::string backend;            // empty: the config's runtime.backend (presets: auto)
   int seed = 0;                   // presets: parameters and batch
   bool cpu_clock = false;         // --profile on the thread's CPU clock
+  Comm* comm = nullptr;           // the ranks of a data-parallel preset step (null: alone)
 };
 
 // What measure_steps and profile_steps run, what it is (merged into their reports), its default

@@ -32,7 +32,8 @@ include(CMakePackageConfigHelpers)
 set(HEADLAB_PRIVATE_HEADERS core/kernels/onednn_cache.h train/config/toml_values.h)
 
 get_property(headlab_package_modules GLOBAL PROPERTY HEADLAB_MODULES)
-list(REMOVE_ITEM headlab_package_modules bench)
+# The benchmark harness and the process world (MPI) are linked into the CLI only.
+list(REMOVE_ITEM headlab_package_modules bench train_world)
 set(headlab_objects)
 set(headlab_public_libs)
 set(headlab_private_libs)

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/error.h"
+
 namespace headlab::ew {
 
 void scale(const float* x, int64_t n, float alpha, float* out) {
@@ -146,6 +148,16 @@ void dropout_mask(Rng& rng, float p, float* mask, int64_t n) {
     mask[i] = std::bit_cast<float>(keep_bits & (0u - static_cast<uint32_t>(u >= threshold)));
   }
   rng = local;
+}
+
+void dropout_mask(SampleRng& rng, float p, float* mask, int64_t rows, int64_t n) {
+  HEADLAB_ASSERT(rows >= 1 && n % rows == 0);
+  const uint64_t site = rng.next_site();
+  const int64_t per_row = n / rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    Rng row = rng.row(site, static_cast<uint64_t>(r));
+    dropout_mask(row, p, mask + r * per_row, per_row);
+  }
 }
 
 }  // namespace headlab::ew

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/rng.h"
+#include "core/sample_rng.h"
 #include "core/shape.h"
 
 namespace headlab::ew {
@@ -49,5 +50,9 @@ void masked_fill(const float* x, const Shape& x_shape, const float* mask, const 
 // Inverted-dropout mask: mask[i] = 0 when rng.uniform() < p, else 1 / (1 - p). One draw per
 // element, in order, so a seed gives the same mask on every backend. p in [0, 1).
 void dropout_mask(Rng& rng, float p, float* mask, int64_t n);
+// The same for a mask of `rows` samples (n / rows elements each) keyed by sample: takes one
+// site of rng, and row r's elements draw in order from rng.row(site, r) (core/sample_rng.h).
+// rows >= 1 divides n.
+void dropout_mask(SampleRng& rng, float p, float* mask, int64_t rows, int64_t n);
 
 }  // namespace headlab::ew

@@ -23,6 +23,10 @@ Rng Rng::derive(uint64_t seed, uint64_t stream) {
   return Rng(mixed);
 }
 
+Rng Rng::derive(uint64_t seed, uint64_t stream, uint64_t substream) {
+  return derive(derive(seed, stream).next_u64(), substream);
+}
+
 void Rng::reseed(uint64_t seed) {
   uint64_t x = seed;
   for (auto& w : s_) w = splitmix64(x);

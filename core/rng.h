@@ -17,6 +17,9 @@ class Rng {
   explicit Rng(uint64_t seed = 0) { reseed(seed); }
   // An independent generator for (seed, stream): e.g. (run seed, step) for a data stream.
   static Rng derive(uint64_t seed, uint64_t stream);
+  // derive(derive(seed, stream).next_u64(), substream): e.g. (data seed, step, sentence), so a
+  // sentence is drawn alone from its own generator.
+  static Rng derive(uint64_t seed, uint64_t stream, uint64_t substream);
 
   void reseed(uint64_t seed);
   // Inline: dropout masks draw one per attention weight.

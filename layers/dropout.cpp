@@ -10,8 +10,8 @@ void check_dropout_p(float p, const char* what) {
   if (!(p >= 0.0f && p < 1.0f)) fail("{}: p is {} but must be in [0, 1)", what, p);
 }
 
-Dropout::Dropout(const DropoutOptions& options, std::shared_ptr<Rng> rng)
-    : options_(options), rng_(rng ? std::move(rng) : std::make_shared<Rng>(0)) {
+Dropout::Dropout(const DropoutOptions& options, std::shared_ptr<SampleRng> rng)
+    : options_(options), rng_(rng ? std::move(rng) : std::make_shared<SampleRng>(0)) {
   check_dropout_p(options.p, "dropout");
 }
 

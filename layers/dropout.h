@@ -2,12 +2,13 @@
 // Dropout (inverted): in training mode each element is zeroed with probability p and the rest
 // are scaled by 1/(1-p); in eval mode, or with p = 0, the identity.
 //   x [..] -> [..]
-// Masks are drawn from a shared Rng (the encoder owns one so checkpoints can save its state).
+// Masks are drawn from a shared SampleRng (the encoder owns one), keyed by the sample each batch
+// row holds (core/sample_rng.h), so the leading dim of x must be the batch dim.
 // Throws headlab::Error when p is not in [0, 1).
 
 #include <memory>
 
-#include "core/rng.h"
+#include "core/sample_rng.h"
 #include "layers/module.h"
 
 namespace headlab {
@@ -20,16 +21,16 @@ struct DropoutOptions {
 
 class Dropout : public SequenceLayer {
  public:
-  // rng: where masks come from; null gives the layer its own Rng(0).
-  explicit Dropout(const DropoutOptions& options, std::shared_ptr<Rng> rng = nullptr);
+  // rng: where masks come from; null gives the layer its own SampleRng(0).
+  explicit Dropout(const DropoutOptions& options, std::shared_ptr<SampleRng> rng = nullptr);
   Var forward(const Var& x) override;
 
   const DropoutOptions& options() const { return options_; }
-  Rng& rng() { return *rng_; }
+  SampleRng& rng() { return *rng_; }
 
  private:
   DropoutOptions options_;
-  std::shared_ptr<Rng> rng_;
+  std::shared_ptr<SampleRng> rng_;
 };
 
 // Throws "<what>: p is .. but must be in [0, 1)".

@@ -41,7 +41,7 @@ int64_t Encoder::parameter_count(const EncoderOptions& o) {
 }
 
 Encoder::Encoder(const EncoderOptions& options, Rng& rng)
-    : options_(options), dropout_rng_(std::make_shared<Rng>(options.dropout_seed)) {
+    : options_(options), dropout_rng_(std::make_shared<SampleRng>(options.dropout_seed)) {
   const EncoderOptions& o = options;
   if (o.vocab_sizes.empty()) fail("encoder: vocab_sizes is empty (one size per input feature)");
   for (size_t f = 0; f < o.vocab_sizes.size(); ++f)

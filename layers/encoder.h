@@ -23,7 +23,8 @@
 //   // importance: model.attention(l).set_gate_requires_grad(true); forward, loss.backward();
 //   //   |model.head_gate(l).grad()[h]|; gate gradients accumulate across backward calls and
 //   //   model.zero_grad() does not touch them (gates are not parameters): head_gate(l).zero_grad()
-//   // checkpoint: model.state_dict(), and model.dropout_rng().state() / set_state()
+//   // dropout: model.dropout_rng().set_position(step, first_sample) before a training forward
+//   // checkpoint: model.state_dict() (dropout masks are keyed, nothing else to save)
 //
 // Parameter names: embeddings.<f>.weight, positions.weight (learned only),
 // layers.<l>.{attn.{w_q,w_k,w_v,w_o},ffn.{w1,w2}}.{weight,bias}, layers.<l>.norm{1,2}.*,
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/sample_rng.h"
 #include "layers/embedding.h"
 #include "layers/encoder_layer.h"
 #include "layers/linear.h"
@@ -64,7 +66,7 @@ struct EncoderOptions {
   float dropout = 0.0f;       // on the embedding sum and on each residual branch
   float attn_dropout = 0.0f;  // on the attention weights
   Init init = Init::default_uniform;  // Linear layers
-  uint64_t dropout_seed = 0;          // seeds dropout_rng()
+  uint64_t dropout_seed = 0;          // the key of dropout_rng()
   LayerSpec attention_layer{"multi_head_attention", {}};
   LayerSpec ffn_layer{"feed_forward", {}};
   LayerSpec norm_layer{"layer_norm", {}};  // also the final norm
@@ -107,12 +109,14 @@ class Encoder : public Module {
   // Sets every layer's gate back to ones, stops gate gradients and drops them.
   void reset_head_gates();
 
-  // The generator of every dropout mask in the model; save/restore its state() in checkpoints.
-  Rng& dropout_rng() { return *dropout_rng_; }
+  // The generator of every dropout mask in the model, keyed by sample: set_position(step,
+  // first_sample) before a forward makes its masks a function of where each sentence sits in
+  // the step's global batch (core/sample_rng.h). It holds no state worth saving.
+  SampleRng& dropout_rng() { return *dropout_rng_; }
 
  private:
   EncoderOptions options_;
-  std::shared_ptr<Rng> dropout_rng_;
+  std::shared_ptr<SampleRng> dropout_rng_;
   std::vector<std::shared_ptr<Embedding>> embeddings_;
   std::shared_ptr<SequenceLayer> positions_;
   std::vector<std::shared_ptr<EncoderLayer>> layers_;

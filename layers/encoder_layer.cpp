@@ -32,9 +32,9 @@ int64_t EncoderLayer::parameter_count(const EncoderLayerOptions& o) {
 }
 
 EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
-                           std::shared_ptr<Rng> dropout_rng)
+                           std::shared_ptr<SampleRng> dropout_rng)
     : options_(options),
-      dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(0)) {
+      dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<SampleRng>(0)) {
   check_dropout_p(options.dropout, "encoder_layer: dropout");
   check_layer_kind(options.attention_layer.name, LayerKind::attention, "attention",
                    "encoder_layer");

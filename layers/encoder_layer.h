@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "core/rng.h"
+#include "core/sample_rng.h"
 #include "layers/feed_forward.h"
 #include "layers/init.h"
 #include "layers/module.h"
@@ -58,7 +59,7 @@ class EncoderLayer : public Module {
  public:
   // dropout_rng: shared generator for every dropout in the layer; null gives it its own.
   EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
-               std::shared_ptr<Rng> dropout_rng = nullptr);
+               std::shared_ptr<SampleRng> dropout_rng = nullptr);
 
   // key_padding_mask [B, T] and attn_mask [T, T] as in MultiHeadAttention (nonzero = masked).
   EncoderLayerOutput forward(const Var& x, const Tensor* key_padding_mask = nullptr,
@@ -78,7 +79,7 @@ class EncoderLayer : public Module {
   Var residual_dropout(const Var& y);
 
   EncoderLayerOptions options_;
-  std::shared_ptr<Rng> dropout_rng_;
+  std::shared_ptr<SampleRng> dropout_rng_;
 };
 
 }  // namespace headlab

@@ -14,9 +14,9 @@ Activation parse_activation(std::string_view name, std::string_view what) {
 }
 
 FeedForward::FeedForward(const FeedForwardOptions& options, Rng& rng,
-                         std::shared_ptr<Rng> dropout_rng)
+                         std::shared_ptr<SampleRng> dropout_rng)
     : options_(options),
-      dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(0)) {
+      dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<SampleRng>(0)) {
   if (options.d_model <= 0 || options.d_ff <= 0)
     fail("feed_forward: d_model ({}) and d_ff ({}) must be positive", options.d_model,
          options.d_ff);

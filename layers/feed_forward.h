@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/rng.h"
+#include "core/sample_rng.h"
 #include "layers/init.h"
 #include "layers/linear.h"
 #include "layers/module.h"
@@ -33,9 +34,9 @@ struct FeedForwardOptions {
 
 class FeedForward : public SequenceLayer {
  public:
-  // dropout_rng: masks for activation_dropout; null gives the layer its own Rng(0).
+  // dropout_rng: masks for activation_dropout; null gives the layer its own SampleRng(0).
   FeedForward(const FeedForwardOptions& options, Rng& rng,
-              std::shared_ptr<Rng> dropout_rng = nullptr);
+              std::shared_ptr<SampleRng> dropout_rng = nullptr);
   Var forward(const Var& x) override;
   // w1 [d_ff, d_model] and w2 [d_model, d_ff], with their biases when options.bias.
   static int64_t parameter_count(const FeedForwardOptions& options);
@@ -46,7 +47,7 @@ class FeedForward : public SequenceLayer {
 
  private:
   FeedForwardOptions options_;
-  std::shared_ptr<Rng> dropout_rng_;
+  std::shared_ptr<SampleRng> dropout_rng_;
 };
 
 // Registry factory "feed_forward": keys d_model, d_ff, activation, activation_dropout, bias,

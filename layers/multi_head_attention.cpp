@@ -13,7 +13,7 @@
 namespace headlab {
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& rng,
-                                       std::shared_ptr<Rng> dropout_rng)
+                                       std::shared_ptr<SampleRng> dropout_rng)
     : options_(options) {
   if (options.d_model <= 0 || options.heads <= 0)
     fail("multi_head_attention: d_model ({}) and heads ({}) must be positive", options.d_model,
@@ -39,7 +39,7 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   packed::pack_values(std::array{w_q->weight, w_k->weight, w_v->weight});
   if (options.bias) packed::pack_values(std::array{w_q->bias, w_k->bias, w_v->bias});
   gate_ = Var(Tensor::full({options.heads}, 1.0f), false);
-  dropout_rng_ = dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(rng.next_u64());
+  dropout_rng_ = dropout_rng ? std::move(dropout_rng) : std::make_shared<SampleRng>(rng.next_u64());
 }
 
 void MultiHeadAttention::set_head_mask(std::span<const float> mask) {

@@ -39,6 +39,7 @@
 #include <span>
 
 #include "core/rng.h"
+#include "core/sample_rng.h"
 #include "layers/init.h"
 #include "layers/linear.h"
 #include "layers/module.h"
@@ -66,7 +67,7 @@ class MultiHeadAttention : public SequenceLayer {
   // dropout_rng: masks for attn_dropout; null gives the layer its own, seeded from `rng` after
   // the parameters are drawn.
   MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& rng,
-                     std::shared_ptr<Rng> dropout_rng = nullptr);
+                     std::shared_ptr<SampleRng> dropout_rng = nullptr);
 
   // Cross-attention when key/value differ from query. key and value share [B, S, d_model].
   virtual AttentionOutput forward(const Var& query, const Var& key, const Var& value,
@@ -109,7 +110,7 @@ class MultiHeadAttention : public SequenceLayer {
   MultiHeadAttentionOptions options_;
   int64_t head_dim_ = 0;
   Var gate_;
-  std::shared_ptr<Rng> dropout_rng_;
+  std::shared_ptr<SampleRng> dropout_rng_;
 };
 
 // Averages per-head weights [B, h, T, S] over heads -> [B, T, S] (what PyTorch returns by

@@ -75,15 +75,15 @@ const Entry& find_entry(std::string_view name) {
 }  // namespace
 
 LayerOptions::LayerOptions(std::string layer, const OptionMap& own, const OptionMap& inherited,
-                           Rng& init_rng, std::shared_ptr<Rng> dropout_rng)
+                           Rng& init_rng, std::shared_ptr<SampleRng> dropout_rng)
     : layer_(std::move(layer)),
       own_(own),
       inherited_(inherited),
       init_rng_(init_rng),
       dropout_rng_(std::move(dropout_rng)) {}
 
-std::shared_ptr<Rng> LayerOptions::dropout_rng() {
-  if (!dropout_rng_) dropout_rng_ = std::make_shared<Rng>(init_rng_.next_u64());
+std::shared_ptr<SampleRng> LayerOptions::dropout_rng() {
+  if (!dropout_rng_) dropout_rng_ = std::make_shared<SampleRng>(init_rng_.next_u64());
   return dropout_rng_;
 }
 
@@ -237,7 +237,7 @@ void check_layer_kind(std::string_view name, LayerKind kind, std::string_view sl
 
 std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
                                           const OptionMap& inherited, Rng& init_rng,
-                                          std::shared_ptr<Rng> dropout_rng) {
+                                          std::shared_ptr<SampleRng> dropout_rng) {
   const Entry& entry = find_entry(name);
   LayerOptions reader(std::string(name), options, inherited, init_rng, std::move(dropout_rng));
   std::shared_ptr<SequenceLayer> layer = entry.make(reader);

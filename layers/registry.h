@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/sample_rng.h"
 #include "layers/module.h"
 #include "layers/options.h"
 
@@ -46,10 +47,11 @@ namespace headlab {
 class LayerOptions {
  public:
   // `own`: the layer's table (checked for unknown keys). `inherited`: values from the model
-  // (never checked). `dropout_rng`: shared generator for dropout masks; when null, one is
-  // created on first request, seeded from init_rng.
+  // (never checked). `dropout_rng`: shared generator for dropout masks, keyed by sample
+  // (core/sample_rng.h; pass it to dropout(x, p, rng, training) with x's leading dim the batch);
+  // when null, one is created on first request, seeded from init_rng.
   LayerOptions(std::string layer, const OptionMap& own, const OptionMap& inherited, Rng& init_rng,
-               std::shared_ptr<Rng> dropout_rng = nullptr);
+               std::shared_ptr<SampleRng> dropout_rng = nullptr);
 
   // Typed reads. Throw headlab::Error naming the layer, key, expected and actual type, and the
   // file:line:col when the value carries one (OptionValue::where). Integers are accepted where a
@@ -63,7 +65,7 @@ class LayerOptions {
 
   const std::string& layer() const { return layer_; }
   Rng& init_rng() const { return init_rng_; }
-  std::shared_ptr<Rng> dropout_rng();
+  std::shared_ptr<SampleRng> dropout_rng();
 
   // Keys asked for so far, in order.
   const std::vector<std::string>& known_keys() const { return known_; }
@@ -83,7 +85,7 @@ class LayerOptions {
   const OptionMap& own_;
   const OptionMap& inherited_;
   Rng& init_rng_;
-  std::shared_ptr<Rng> dropout_rng_;
+  std::shared_ptr<SampleRng> dropout_rng_;
   std::vector<std::string> known_;
   OptionMap resolved_;
 };
@@ -135,7 +137,7 @@ void check_layer_kind(std::string_view name, LayerKind kind, std::string_view sl
 // unknown keys or wrong types.
 std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
                                           const OptionMap& inherited, Rng& init_rng,
-                                          std::shared_ptr<Rng> dropout_rng = nullptr);
+                                          std::shared_ptr<SampleRng> dropout_rng = nullptr);
 inline std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
                                                  Rng& init_rng) {
   return make_layer(name, options, OptionMap{}, init_rng);
@@ -143,7 +145,7 @@ inline std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const Op
 
 inline std::shared_ptr<SequenceLayer> make_layer(const LayerSpec& spec, const OptionMap& inherited,
                                                  Rng& init_rng,
-                                                 std::shared_ptr<Rng> dropout_rng = nullptr) {
+                                                 std::shared_ptr<SampleRng> dropout_rng = nullptr) {
   return make_layer(spec.name, spec.options, inherited, init_rng, std::move(dropout_rng));
 }
 

@@ -13,6 +13,7 @@ packages=(
   libxxhash-dev
   python3 python3-numpy
   chromium chromium-driver python3-selenium
+  libopenmpi-dev openmpi-bin  # data-parallel training and sweeps: mpirun (docs/distributed.md)
 )
 for flag in "$@"; do
   case "$flag" in

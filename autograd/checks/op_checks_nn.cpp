@@ -231,7 +231,7 @@ void attention(Cases& c) {
         for (int64_t j = i + 1; j < 3; ++j) causal[i * 3 + j] = 1.0f;
       return check(seed,
                    [=] {
-                     Rng drop(seed + 11);  // the same dropout mask on every evaluation
+                     SampleRng drop(seed + 11);  // the same dropout mask on every evaluation
                      AttentionOptions o;
                      o.heads = 2;
                      o.scale = 0.7f;

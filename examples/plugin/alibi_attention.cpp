@@ -21,7 +21,7 @@ Tensor geometric_slopes(int64_t heads) {
 }  // namespace
 
 AlibiAttention::AlibiAttention(const MultiHeadAttentionOptions& options, bool learn_slopes,
-                               Rng& rng, std::shared_ptr<Rng> dropout_rng)
+                               Rng& rng, std::shared_ptr<SampleRng> dropout_rng)
     : MultiHeadAttention(options, rng, std::move(dropout_rng)) {
   slopes = learn_slopes ? register_parameter("slopes", geometric_slopes(options.heads))
                         : Var(geometric_slopes(options.heads));

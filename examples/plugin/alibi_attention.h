@@ -19,7 +19,7 @@ namespace example {
 class AlibiAttention : public headlab::MultiHeadAttention {
  public:
   AlibiAttention(const headlab::MultiHeadAttentionOptions& options, bool learn_slopes,
-                 headlab::Rng& rng, std::shared_ptr<headlab::Rng> dropout_rng);
+                 headlab::Rng& rng, std::shared_ptr<headlab::SampleRng> dropout_rng);
 
   // [h]: a parameter when learned, else a constant.
   headlab::Var slopes;

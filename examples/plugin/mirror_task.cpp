@@ -11,13 +11,17 @@ MirrorTask::MirrorTask(int64_t length, int64_t digits) : length_(length), digits
   features_ = {{"token", digits + 1}};
 }
 
-void MirrorTask::generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
-  if (batch_size < 1) fail("mirror task: batch_size is {} but expected >= 1", batch_size);
+void MirrorTask::generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                                    Batch& out) const {
+  if (count < 1) fail("mirror task: batch_size is {} but expected >= 1", count);
   if (index < 0) fail("mirror task: batch index is {} but expected >= 0", index);
+  if (first < 0) fail("mirror task: first sentence is {} but expected >= 0", first);
   const int64_t T = seq_len(), n = length_;
-  out.resize(batch_size, T, features_.size(), relations_.size());
-  Rng rng = Rng::derive(seed, static_cast<uint64_t>(index));  // a pure function of (seed, index)
-  for (int64_t b = 0; b < batch_size; ++b) {
+  out.resize(count, T, features_.size(), relations_.size());
+  for (int64_t b = 0; b < count; ++b) {
+    // Sentence first + b of batch `index`: a pure function of (seed, index, sentence), so any
+    // split of a batch (micro-batches, ranks) draws the same sentences.
+    Rng rng = Rng::derive(seed, static_cast<uint64_t>(index), static_cast<uint64_t>(first + b));
     int32_t* token = out.features[0].data() + b * T;
     token[0] = static_cast<int32_t>(digits_);  // BOS
     for (int64_t t = 1; t <= n; ++t) token[t] = static_cast<int32_t>(rng.below(digits_));

@@ -27,8 +27,8 @@ class MirrorTask final : public headlab::Task {
   int64_t num_classes() const override { return digits_ * digits_; }
   const std::vector<headlab::FeatureSpec>& features() const override { return features_; }
   const std::vector<std::string>& relations() const override { return relations_; }
-  void generate(uint64_t seed, int64_t index, int64_t batch_size,
-                headlab::Batch& out) const override;
+  void generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                          headlab::Batch& out) const override;
   // prev is the label's high digit, mirror its low one.
   bool relation_correct(int32_t predicted, int32_t gold, int relation) const override;
   // "BOS" or the digit.

@@ -58,8 +58,8 @@ void check_equal(const std::vector<Tensor>& inputs, Fused fused, Composed compos
 }
 
 // The composed attention of MultiHeadAttention's generic path, on packed qkv [B, T, 3 h d].
-Var composed_attention(const Var& qkv, int64_t h, float s, const Tensor* kpm,
-                       const Tensor* am, float p, Rng* rng) {
+Var composed_attention(const Var& qkv, int64_t h, float s, const Tensor* kpm, const Tensor* am,
+                       float p, SampleRng* rng) {
   const int64_t b = qkv.size(0), t = qkv.size(1), hd = qkv.size(2) / 3;
   // Thirds of qkv by a matmul with 0/1 selectors (there is no slicing op).
   auto third = [&](int64_t k) {
@@ -211,7 +211,7 @@ TEST_CASE("autograd: self_attention equals the composed attention, with masks an
       check_equal(
           {qkv},
           [&](auto& v) {
-            Rng drop(7);
+            SampleRng drop(7);
             AttentionOptions o;
             o.heads = h;
             o.scale = scale;
@@ -222,7 +222,7 @@ TEST_CASE("autograd: self_attention equals the composed attention, with masks an
             return self_attention(v[0], o);
           },
           [&](auto& v) {
-            Rng drop(7);  // the same stream: the same dropout mask
+            SampleRng drop(7);  // the same keys: the same dropout mask
             return composed_attention(v[0], h, scale, m1, m2, p, &drop);
           },
           5e-5);

@@ -177,6 +177,26 @@ TEST_CASE("autograd: dropout draws its mask from the rng and scales kept values"
   CHECK_THROWS_WITH_AS(dropout(x, 1.0f, c, true), doctest::Contains("dropout: p is 1"), Error);
 }
 
+TEST_CASE("autograd: keyed dropout gives a sample the same mask wherever its row is computed") {
+  Rng data(8);
+  Var x = param({6, 4, 5}, data, 1.0f, 3.0f);  // 6 samples of [4, 5]
+  SampleRng whole(99);
+  whole.set_position(3, 10);  // samples 10..15 of step 3
+  const Tensor all = dropout(x, 0.4f, whole, true).value();
+  const Tensor second_site = dropout(x, 0.4f, whole, true).value();
+  CHECK(all.to_vector() != second_site.to_vector());  // each call is a site of its own
+  // Samples 12..15 alone, at their position: bit for bit the rows they had in the batch.
+  SampleRng part(99);
+  part.set_position(3, 12);
+  const std::span<const float> last4(x.value().data() + 2 * 20, 4 * 20);
+  const Tensor rows = dropout(Var(Tensor::from({4, 4, 5}, last4)), 0.4f, part, true).value();
+  for (int64_t i = 0; i < 4 * 20; ++i) CHECK(rows[i] == all[2 * 20 + i]);
+  // The mask of row r is the row generator's draws: dropped where uniform() < p.
+  Rng row0 = whole.row(0, 0);
+  for (int64_t i = 0; i < 20; ++i) CHECK((all[i] == 0.0f) == (row0.uniform() < 0.4f));
+  Tape::current().clear();
+}
+
 TEST_CASE("autograd: embedding gathers rows and scatter-adds repeated ids") {
   Var w(Tensor::from({3, 2}, {1, 2, 3, 4, 5, 6}), true);
   const std::vector<int32_t> ids{2, 0, 2};

@@ -125,7 +125,7 @@ TEST_CASE("layers: layer_norm normalises the last dim with gain 1 and bias 0 at 
 
 TEST_CASE("layers: dropout is the identity in eval and inverted dropout in training") {
   Rng rng(5);
-  Dropout d({0.25f}, std::make_shared<Rng>(6));
+  Dropout d({0.25f}, std::make_shared<SampleRng>(6));
   Tensor x = Tensor::full({100, 100}, 2.0f);
   d.eval();
   CHECK(max_abs_diff(d.forward(Var(x)).value(), x) == 0.0);

@@ -101,7 +101,8 @@ CliProcess::CliProcess(const std::vector<std::string>& args, const RunOptions& o
                         fmt::format("headlab-run-{}-{}", ::getpid(), counter++);
   out_path_ = base.string() + ".out";
   err_path_ = base.string() + ".err";
-  std::vector<std::string> argv_s = {HEADLAB_CLI};
+  std::vector<std::string> argv_s = {options.program.empty() ? std::string(HEADLAB_CLI)
+                                                             : options.program.string()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s = merged_environment(options.env);
   std::vector<char*> argv = c_strings(argv_s), envp = c_strings(env_s);

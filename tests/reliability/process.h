@@ -18,6 +18,7 @@ struct RunOptions {
   double kill_after_seconds = -1; // >= 0: SIGKILL after this delay (a crash, not a timeout)
   rlim_t file_size_limit = RLIM_INFINITY;  // RLIMIT_FSIZE; SIGXFSZ is ignored, so write() fails
   std::filesystem::path cwd;      // empty: the source directory
+  std::filesystem::path program;  // empty: HEADLAB_CLI (e.g. mpirun, for the distributed tests)
   // Where the child's stdout / stderr go instead of being captured (/dev/full, a pipe's write
   // end given as /proc/self/fd/N is not needed: see stdout_closed_pipe).
   std::filesystem::path stdout_path, stderr_path;
@@ -41,8 +42,8 @@ struct RunResult {
   std::string describe() const;
 };
 
-// Runs HEADLAB_CLI with `args`. Never throws for the child's behaviour; throws std::runtime_error
-// when the child cannot be started.
+// Runs HEADLAB_CLI (or options.program) with `args`. Never throws for the child's behaviour; throws
+// std::runtime_error when the child cannot be started.
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options = {});
 
 // HEADLAB_CLI started in the background, to signal it or run another command beside it; wait()

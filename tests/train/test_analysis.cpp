@@ -211,8 +211,9 @@ class FailingTask : public Task {
   int64_t num_classes() const override { return inner_.num_classes(); }
   const std::vector<FeatureSpec>& features() const override { return inner_.features(); }
   const std::vector<std::string>& relations() const override { return inner_.relations(); }
-  void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const override {
-    inner_.generate(seed, index, batch_size, out);
+  void generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                          Batch& out) const override {
+    inner_.generate_sentences(seed, index, first, count, out);
   }
   bool relation_correct(int32_t predicted, int32_t gold, int relation) const override {
     if (++scored_ > limit_) throw Error("failing task: scored too often");

@@ -288,7 +288,7 @@ TEST_CASE("train: component accuracy scores each relation by the task's relation
     int64_t num_classes() const override { return 64; }
     const std::vector<FeatureSpec>& features() const override { return features_; }
     const std::vector<std::string>& relations() const override { return relations_; }
-    void generate(uint64_t, int64_t, int64_t, Batch&) const override {}
+    void generate_sentences(uint64_t, int64_t, int64_t, int64_t, Batch&) const override {}
     std::vector<FeatureSpec> features_{{"token", 64}};
     std::vector<std::string> relations_{"A", "B", "C"};
   };

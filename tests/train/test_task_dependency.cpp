@@ -164,6 +164,24 @@ TEST_CASE("train: dependency stream is a function of (seed, index) and resumes f
   for (int64_t k = 0; k < 6; ++k) task.generate(42, k, 4, c), straight.push_back(c.features[0]);
   for (int64_t k = 3; k < 6; ++k) task.generate(42, k, 4, c), resumed.push_back(c.features[0]);
   for (int k = 0; k < 3; ++k) CHECK(resumed[k] == straight[k + 3]);
+  // Sentence k is the same whichever range generates it: the tail of a batch alone equals the
+  // batch's rows (so micro-batches and ranks can each generate their own sentences).
+  Batch tail;
+  task.generate_sentences(42, 5, 3, 5, tail);
+  REQUIRE(tail.batch_size == 5);
+  const auto from = static_cast<std::ptrdiff_t>(3 * T);
+  for (size_t f = 0; f < a.features.size(); ++f)
+    CHECK(
+        std::equal(tail.features[f].begin(), tail.features[f].end(), a.features[f].begin() + from));
+  CHECK(std::equal(tail.labels.begin(), tail.labels.end(), a.labels.begin() + from));
+  for (size_t r = 0; r < a.partners.size(); ++r)
+    CHECK(
+        std::equal(tail.partners[r].begin(), tail.partners[r].end(), a.partners[r].begin() + from));
+  Batch longer;
+  task.generate(42, 5, 12, longer);  // a larger batch begins with the same sentences
+  CHECK(std::equal(a.labels.begin(), a.labels.end(), longer.labels.begin()));
+  CHECK_THROWS_WITH_AS(task.generate_sentences(1, 0, -1, 2, tail),
+                       doctest::Contains("first sentence is -1"), Error);
   // Different steps and different seeds give different batches.
   task.generate(42, 6, 8, b);
   CHECK(a.features != b.features);

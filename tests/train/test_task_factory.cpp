@@ -24,14 +24,16 @@ class CopyTask : public Task {
   int64_t num_classes() const override { return features_[0].vocab; }
   const std::vector<FeatureSpec>& features() const override { return features_; }
   const std::vector<std::string>& relations() const override { return relations_; }
-  void generate(uint64_t, int64_t index, int64_t batch_size, Batch& out) const override {
+  void generate_sentences(uint64_t, int64_t index, int64_t first, int64_t batch_size,
+                          Batch& out) const override {
     out.batch_size = batch_size;
     out.seq_len = 4;
     out.features.assign(1, std::vector<int32_t>(static_cast<size_t>(batch_size * 4)));
     out.partners.assign(1, std::vector<int32_t>(out.features[0].size()));
     out.labels.resize(out.features[0].size());
     for (size_t i = 0; i < out.labels.size(); ++i) {
-      out.features[0][i] = static_cast<int32_t>((i + static_cast<size_t>(index)) % 3);
+      const size_t token = static_cast<size_t>(first * 4) + i;  // sentence first + i / 4
+      out.features[0][i] = static_cast<int32_t>((token + static_cast<size_t>(index)) % 3);
       out.labels[i] = out.features[0][i];
       out.partners[0][i] = static_cast<int32_t>(i % 4);
     }

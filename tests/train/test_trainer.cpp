@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -133,62 +134,66 @@ TEST_CASE("train: trainer learns configs/tiny.toml and writes the run files") {
 }
 
 TEST_CASE("train: trainer resume continues bit-identically (2k straight vs k, stop, resume k)") {
-  // Dropout on the residuals and attention weights, so the generator's state matters too.
-  const std::vector<std::string> sets = {"train.steps=40", "train.checkpoint_every=1000",
-                                         "train.eval_every=15", "train.log_every=1",
-                                         "model.dropout=0.1"};
-  TempDir dir("headlab-trainer");
-  Trainer straight(tiny(sets), dir.path / "straight");
-  Recorder a;
-  straight.run(&a);
+  for (const char* accum : {"1", "2"}) {
+    CAPTURE(accum);
+    // Dropout on the residuals and attention weights, so the masks' keys matter too.
+    const std::vector<std::string> sets = {
+        "train.steps=40",      "train.checkpoint_every=1000",
+        "train.eval_every=15", "train.log_every=1",
+        "model.dropout=0.1",   std::string("train.grad_accum=") + accum};
+    TempDir dir("headlab-trainer");
+    Trainer straight(tiny(sets), dir.path / "straight");
+    Recorder a;
+    straight.run(&a);
 
-  Recorder b1;
-  b1.stop_at = 20;
-  {
-    Trainer first(tiny(sets), dir.path / "resumed");
-    const TrainResult r = first.run(&b1);
-    CHECK(r.interrupted);
-    CHECK(r.steps == 20);
-  }
-  CHECK(latest_checkpoint(dir.path / "resumed")->filename() == "step-000020");
-  Trainer second(tiny(sets), dir.path / "resumed");
-  second.resume();
-  CHECK(second.step() == 20);
-  Recorder b2;
-  second.run(&b2);
+    Recorder b1;
+    b1.stop_at = 20;
+    {
+      Trainer first(tiny(sets), dir.path / "resumed");
+      const TrainResult r = first.run(&b1);
+      CHECK(r.interrupted);
+      CHECK(r.steps == 20);
+    }
+    CHECK(latest_checkpoint(dir.path / "resumed")->filename() == "step-000020");
+    Trainer second(tiny(sets), dir.path / "resumed");
+    second.resume();
+    CHECK(second.step() == 20);
+    Recorder b2;
+    second.run(&b2);
 
-  REQUIRE(a.steps.size() == 40);
-  REQUIRE(b1.steps.size() == 20);
-  REQUIRE(b2.steps.size() == 20);
-  for (size_t i = 0; i < 40; ++i) {
-    const StepMetrics& s = i < 20 ? b1.steps[i] : b2.steps[i - 20];
-    CHECK(s.step == a.steps[i].step);
-    CHECK(s.loss == a.steps[i].loss);  // exact
-    CHECK(s.grad_norm == a.steps[i].grad_norm);
-    CHECK(s.lr == a.steps[i].lr);
-  }
-  const StateDict wa = straight.model().state_dict(), wb = second.model().state_dict();
-  REQUIRE(wa.size() == wb.size());
-  for (size_t i = 0; i < wa.size(); ++i) {
-    CHECK(wa[i].name == wb[i].name);
-    CHECK_MESSAGE(bitwise_equal(wa[i].tensor, wb[i].tensor), wa[i].name);
-  }
-  const StateDict oa = straight.optimizer().state_dict(), ob = second.optimizer().state_dict();
-  REQUIRE(oa.size() == ob.size());
-  for (size_t i = 0; i < oa.size(); ++i)
-    CHECK_MESSAGE(bitwise_equal(oa[i].tensor, ob[i].tensor), oa[i].name);
-  CHECK(a.evals.back().loss == b2.evals.back().loss);
+    REQUIRE(a.steps.size() == 40);
+    REQUIRE(b1.steps.size() == 20);
+    REQUIRE(b2.steps.size() == 20);
+    for (size_t i = 0; i < 40; ++i) {
+      const StepMetrics& s = i < 20 ? b1.steps[i] : b2.steps[i - 20];
+      CHECK(s.step == a.steps[i].step);
+      CHECK(s.loss == a.steps[i].loss);  // exact
+      CHECK(s.grad_norm == a.steps[i].grad_norm);
+      CHECK(s.lr == a.steps[i].lr);
+    }
+    const StateDict wa = straight.model().state_dict(), wb = second.model().state_dict();
+    REQUIRE(wa.size() == wb.size());
+    for (size_t i = 0; i < wa.size(); ++i) {
+      CHECK(wa[i].name == wb[i].name);
+      CHECK_MESSAGE(bitwise_equal(wa[i].tensor, wb[i].tensor), wa[i].name);
+    }
+    const StateDict oa = straight.optimizer().state_dict(), ob = second.optimizer().state_dict();
+    REQUIRE(oa.size() == ob.size());
+    for (size_t i = 0; i < oa.size(); ++i)
+      CHECK_MESSAGE(bitwise_equal(oa[i].tensor, ob[i].tensor), oa[i].name);
+    CHECK(a.evals.back().loss == b2.evals.back().loss);
 
-  // metrics.jsonl of the resumed run has every step once, with the straight run's losses.
-  const std::vector<json> ra = read_rows(dir.path / "straight" / "metrics.jsonl");
-  const std::vector<json> rb = read_rows(dir.path / "resumed" / "metrics.jsonl");
-  std::vector<double> la, lb;
-  for (const json& r : ra)
-    if (!r.value("eval", false)) la.push_back(r["loss"]);
-  for (const json& r : rb)
-    if (!r.value("eval", false)) lb.push_back(r["loss"]);
-  CHECK(la.size() == 40);
-  CHECK(la == lb);
+    // metrics.jsonl of the resumed run has every step once, with the straight run's losses.
+    const std::vector<json> ra = read_rows(dir.path / "straight" / "metrics.jsonl");
+    const std::vector<json> rb = read_rows(dir.path / "resumed" / "metrics.jsonl");
+    std::vector<double> la, lb;
+    for (const json& r : ra)
+      if (!r.value("eval", false)) la.push_back(r["loss"]);
+    for (const json& r : rb)
+      if (!r.value("eval", false)) lb.push_back(r["loss"]);
+    CHECK(la.size() == 40);
+    CHECK(la == lb);
+  }
 }
 
 TEST_CASE("train: trainer refuses a checkpoint whose config is another run") {
@@ -213,6 +218,73 @@ TEST_CASE("train: trainer refuses a checkpoint whose config is another run") {
   Trainer longer(tiny({"train.steps=30", "train.log_every=3"}), dir.path / "run");
   longer.resume();
   CHECK(longer.step() == 24);
+}
+
+TEST_CASE("train: gradient accumulation splits the same global batch: same sentences and masks") {
+  // 32 sentences per step as 1 x 32, 2 x 16 or 4 x 8: the same sentences and dropout masks, so
+  // the same losses and weights up to the GEMMs' rounding at another row count.
+  const std::vector<std::string> common = {"train.steps=6", "train.eval_every=0",
+                                           "schedule.warmup_steps=2", "train.log_every=1",
+                                           "model.dropout=0.1"};
+  TempDir dir("headlab-trainer");
+  std::vector<Recorder> recorders(3);
+  std::vector<StateDict> weights;
+  const int64_t accums[] = {1, 2, 4};
+  for (size_t k = 0; k < 3; ++k) {
+    std::vector<std::string> sets = common;
+    sets.push_back(fmt::format("train.grad_accum={}", accums[k]));
+    sets.push_back(fmt::format("train.batch_size={}", 32 / accums[k]));
+    Trainer t(tiny(sets), dir.path / fmt::format("accum-{}", accums[k]));
+    const TrainResult r = t.run(&recorders[k]);
+    weights.push_back(t.model().state_dict());
+    const json summary =
+        json::parse(read_text(dir.path / fmt::format("accum-{}", accums[k]) / "summary.json"));
+    CHECK(summary["global_batch"] == 32);
+    CHECK(summary["grad_accum"] == accums[k]);
+    CHECK(r.ranks == 1);
+  }
+  for (size_t k = 1; k < 3; ++k) {
+    CAPTURE(accums[k]);
+    for (size_t i = 0; i < 6; ++i) {
+      CHECK(recorders[k].steps[i].loss ==
+            doctest::Approx(recorders[0].steps[i].loss).epsilon(1e-5));
+      CHECK(recorders[k].steps[i].accuracy == recorders[0].steps[i].accuracy);
+      CHECK(recorders[k].steps[i].grad_norm ==
+            doctest::Approx(recorders[0].steps[i].grad_norm).epsilon(1e-4));
+    }
+    // Adam moves an element whose gradient is almost 0 by a full step either way, so compare
+    // the weights on average, not element by element.
+    double diff = 0, count = 0;
+    for (size_t i = 0; i < weights[0].size(); ++i)
+      for (int64_t j = 0; j < weights[0][i].tensor.numel(); ++j, ++count)
+        diff += std::fabs(weights[k][i].tensor[j] - weights[0][i].tensor[j]);
+    CHECK(diff / count < 1e-5);
+  }
+}
+
+TEST_CASE("train: resume refuses another global batch and accepts another split of it") {
+  TempDir dir("headlab-trainer");
+  {
+    Trainer t(
+        tiny({"train.steps=24", "train.eval_every=0", "train.batch_size=16", "train.grad_accum=2"}),
+        dir.path / "run");
+    t.run();
+  }
+  Trainer other(tiny({"train.steps=30", "train.batch_size=16"}), dir.path / "run");
+  try {
+    other.resume();
+    FAIL("no error");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK_MESSAGE(
+        m.find("the global batch: 32 (checkpoint) vs 16 (config) (train.grad_accum: 2 "
+               "(checkpoint) vs 1 (config))") != std::string::npos,
+        m);
+  }
+  Trainer split(tiny({"train.steps=30", "train.batch_size=8", "train.grad_accum=4"}),
+                dir.path / "run");
+  split.resume();
+  CHECK(split.step() == 24);
 }
 
 TEST_CASE("train: trainer stops on a non-finite loss before the update, last checkpoint intact") {

@@ -3,10 +3,13 @@
 //
 //   --kernels        GFLOP/s of matmul at the encoder's shapes per backend and thread count,
 //                    beside the FMA peak; then time per call of the other kernels.
-//   --preset S|M|L   the training step of the PyTorch reference's encoder.
+//   --preset S|M|L   the training step of the PyTorch reference's encoder; under
+//                    `mpirun -np N` data-parallel over N ranks (rank 0 prints).
 //   --config FILE    the training step of a config (with --set overrides), through the trainer.
 //   --profile        with --preset or --config: one step split by op (forward ops, backward
 //                    entries, optimizer regions), each beside the GEMM-only time of its products.
+//   --reduce         under mpirun: the gradient reduction alone, 1 KiB to 64 MiB, and its fit
+//                    (latency, bandwidth) for the cost model of docs/distributed.md.
 //
 // Adding a mode: a bench/<mode>.{h,cpp} that returns the JSON it reports, its flags and its
 // printer here, and one branch in the command's callback.
@@ -19,12 +22,14 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/kernels.h"
+#include "bench/reduce.h"
 #include "bench/step.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
+#include "train/cli/world.h"
 
 namespace headlab::cli {
 namespace {
@@ -33,6 +38,7 @@ using nlohmann::json;
 
 struct BenchOptions {
   bool kernels = false;
+  bool reduce = false;
   bool profile = false;
   bool json = false;
   bench::KernelBenchOptions kernel;  // --threads, --reps
@@ -91,6 +97,20 @@ void print_step_bench(const json& r) {
       r["pool_heap_allocations_per_step"].get<double>());
   fmt::print("  loss        {:.4f} -> {:.4f}\n", r["loss_first"].get<double>(),
              r["loss_last"].get<double>());
+  if (r.value("ranks", 1) > 1)
+    fmt::print("  ranks       {} x batch {}; gradient reduction {:.3f} ms per step (median)\n",
+               r["ranks"].get<int64_t>(), r["batch_per_rank"].get<int64_t>(),
+               r["allreduce_ms_median"].get<double>());
+}
+
+void print_reduce_table(const json& r) {
+  fmt::print("gradient reduction over {} ranks (median of {}): chain in rank order + broadcast\n",
+             r["ranks"].get<int>(), r["reps"].get<int>());
+  for (const json& row : r["rows"])
+    fmt::print("  {:>12} bytes {:10.3f} ms (fastest {:.3f})\n", row["bytes"].get<int64_t>(),
+               row["ms"].get<double>(), row["ms_min"].get<double>());
+  fmt::print("  latency {:.1f} us (1 KiB), bandwidth {:.2f} GB/s (64 MiB), from the fastest\n",
+             r["fit"]["latency_us"].get<double>(), r["fit"]["bandwidth_gb_per_s"].get<double>());
 }
 
 void print_profile(const json& r) {
@@ -161,6 +181,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                  "Only this thread count (default: 1 and all cores)");
   add_int_option(*cmd, "--reps", opts->kernel.reps, 1, 1000,
                  "Timed repetitions per entry (median reported)");
+  cmd->add_flag("--reduce", opts->reduce,
+                "Under mpirun: time the gradient reduction alone over the ranks (1 KiB to 64 MiB)");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
   cmd->add_flag("--cpu-clock", opts->step.cpu_clock,
                 "--profile on the thread's CPU clock (one thread on a shared machine)");
@@ -170,20 +192,27 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code] {
     exit_code = kOk;
     auto emit = [&](const json& r, auto print) {
+      if (!speaks_for_job()) return;  // under mpirun rank 0 prints
       if (opts->json)
         fmt::print("{}\n", r.dump());  // one line: the last line on stdout
       else
         print(r);
     };
-    const bench::StepBenchOptions& step = opts->step;
+    bench::StepBenchOptions& step = opts->step;
+    step.comm = &world();
     if (!step.preset.empty() || !step.config.empty()) {  // --threads 0: the workload's own
+      if (opts->profile && world().size() > 1)
+        fail("bench --profile runs as one process; run it without mpirun");
       if (opts->profile)
         return emit(bench::run_step_profile(step, opts->kernel.threads), print_profile);
       return emit(bench::run_step_bench(step, opts->kernel.threads), print_step_bench);
     }
+    if (opts->reduce)
+      return emit(bench::run_reduce_bench(world(), opts->kernel.reps), print_reduce_table);
     if (opts->profile) fail("bench: --profile needs --preset S|M|L or --config FILE");
     if (!opts->kernels)
-      fail("bench: no mode given (expected --kernels, --preset S|M|L or --config FILE)");
+      fail("bench: no mode given (expected --kernels, --preset S|M|L, --config FILE or --reduce)");
+    if (world().size() > 1) fail("bench --kernels runs as one process; run it without mpirun");
     const json report = bench::run_kernels_bench(opts->kernel);
     set_num_threads(0);
     if (opts->json)

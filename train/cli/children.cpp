@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "train/cli/signals.h"
@@ -22,15 +24,29 @@ namespace {
 
 constexpr size_t kKeptOutput = 4096;
 
+// This process's environment without the variables of an MPI launcher (OMPI_*, PMIX_*, PMI_*):
+// a child started with it under mpirun runs alone rather than as one more rank of the job.
+std::vector<char*> environment_without_launcher() {
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view v(*e);
+    if (v.starts_with("OMPI_") || v.starts_with("PMIX_") || v.starts_with("PMI_")) continue;
+    env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  return env;
+}
+
 // In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(char* const* argv, int err_write, int null_fd, pid_t sweep) {
+[[noreturn]] void exec_child(char* const* argv, char* const* envp, int err_write, int null_fd,
+                             pid_t sweep) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != sweep) ::_exit(128 + SIGTERM);  // the sweep died before prctl
   ::dup2(null_fd, 0);
   ::dup2(null_fd, 1);
   ::dup2(err_write, 2);
-  ::execve(argv[0], argv, environ);
+  ::execve(argv[0], argv, envp);
   ::_exit(127);
 }
 
@@ -78,8 +94,9 @@ void ChildRuns::start(size_t index, const std::vector<std::string>& args) {
     fail("cannot start {}: pipe: {}", args[0], std::strerror(errno));
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const pid_t sweep = ::getpid();
+  const std::vector<char*> envp = environment_without_launcher();
   const pid_t pid = ::fork();
-  if (pid == 0) exec_child(argv.data(), pipe_fds[1], null_fd, sweep);
+  if (pid == 0) exec_child(argv.data(), envp.data(), pipe_fds[1], null_fd, sweep);
   const int err = errno;
   ::close(pipe_fds[1]);
   if (null_fd >= 0) ::close(null_fd);

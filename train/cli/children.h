@@ -7,7 +7,9 @@
 // the same SIGTERM when the sweep dies any other way (SIGKILL included). A child's stdin and
 // stdout are /dev/null; its stderr is a pipe the sweep drains, keeping the last line (the child
 // runs with --quiet, so that is its error or interrupt line). Destroying ChildRuns while
-// children run (the sweep failed) stops them the same way and waits for them.
+// children run (the sweep failed) stops them the same way and waits for them. A child's
+// environment is the sweep's without an MPI launcher's variables (OMPI_*, PMIX_*, PMI_*), so a
+// rank of a distributed sweep starts a process of its own, not one more rank.
 
 #include <sys/types.h>
 

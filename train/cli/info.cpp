@@ -1,5 +1,5 @@
-// `headlab info`: versions, ISA, threads, the selected backend, the loaded plugins with what each
-// registered, and every registered layer (by kind) and task.
+// `headlab info`: versions, ISA, threads, the selected backend, MPI, the loaded plugins with
+// what each registered, and every registered layer (by kind) and task.
 
 #include <memory>
 #include <string>
@@ -13,6 +13,8 @@
 #include "layers/registry.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
+#include "train/cli/world.h"
+#include "train/dist/world.h"
 #include "train/tasks/registry.h"
 
 namespace headlab::cli {
@@ -23,6 +25,16 @@ struct InfoOptions {
   std::string backend = "auto";
   std::vector<std::string> plugins;
 };
+
+// The MPI line: what this build can do, and this process's place when started by mpirun.
+std::string mpi_text() {
+  const std::string library = mpi_library();
+  if (library.empty())
+    return "not built (single process only; install libopenmpi-dev and rebuild for mpirun)";
+  const Comm& comm = world();
+  return comm.size() > 1 ? fmt::format("{}, rank {} of {}", library, comm.rank(), comm.size())
+                         : fmt::format("{} (mpirun -np N headlab train ...)", library);
+}
 
 // The registered layers by kind and the tasks, built-in and from plugins.
 std::string registry_text() {
@@ -56,6 +68,7 @@ void print_blas_warning(const BlasInfo& blas) {
 }
 
 void print_info(const InfoOptions& o) {
+  if (!speaks_for_job()) return;
   set_num_threads(o.threads);
   set_backend(parse_backend(o.backend));
   const OneDnnInfo dnnl = onednn_info();
@@ -70,6 +83,7 @@ void print_info(const InfoOptions& o) {
              blas.num_threads, hardware_threads());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
+  fmt::print("mpi: {}\n", mpi_text());
   fmt::print("{}{}", plugins_text(), registry_text());
 }
 

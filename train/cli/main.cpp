@@ -1,5 +1,11 @@
 // headlab: the command-line front end. The library throws; this is the one place that prints
 // errors and chooses exit codes (train/cli/options.h: exit_codes_text).
+//
+// Under mpirun every rank runs main(). An error every rank meets alike (a bad command line or
+// config, a refused run directory, a non-finite loss: CollectiveError, NonFiniteError) is
+// printed once, by rank 0, and every rank exits with its code. An error of one rank alone is
+// printed by that rank as "headlab: error: rank R: ..." and ends the whole job at once
+// (abort_world, MPI_Abort), so no other rank waits for it (docs/distributed.md, "Failure").
 
 #include <poll.h>
 #include <unistd.h>
@@ -21,6 +27,9 @@
 #include "train/cli/options.h"
 #include "train/cli/output.h"
 #include "train/cli/signals.h"
+#include "train/cli/world.h"
+#include "train/dist/agree.h"
+#include "train/dist/world.h"
 #include "train/run/trainer.h"
 
 namespace {
@@ -30,11 +39,10 @@ using namespace headlab;
 // The subcommand argv[1] names, for the error line ("headlab: error: eval: ..."); "" if none.
 std::string command_name;
 
-// The error as the last line on stderr: "headlab: error: <command>: <message>" on one line.
-// Messages quote what the user gave, so a hostile input must not garble the terminal or flood
-// it: control characters become spaces or \xNN, and a message longer than kMaxMessage keeps its
-// head and its tail (the expected values) around a note of what was cut.
-int report(const std::string& message, int code) {
+// The message on one line: control characters become spaces or \xNN, and a message longer than
+// kMaxMessage keeps its head and its tail (the expected values) around a note of what was cut.
+// Messages quote what the user gave, so a hostile input must not garble the terminal or flood it.
+std::string one_line(const std::string& message) {
   constexpr size_t kMaxMessage = 1000;
   std::string line;
   for (const char c : message) {
@@ -53,10 +61,38 @@ int report(const std::string& message, int code) {
     line = fmt::format("{} [... {} characters ...] {}", line.substr(0, head), tail - head,
                        line.substr(tail));
   }
-  std::fflush(stdout);
+  return line;
+}
+
+// "headlab: error: <command>: <rank>message" (the command unless the message names it already).
+std::string error_line(const std::string& message, const std::string& rank = "") {
+  const std::string line = one_line(message);
   const bool named = command_name.empty() || line.rfind(command_name + ": ", 0) == 0;
-  cli::Output::get().final_line("headlab: error: " + (named ? "" : command_name + ": ") + line);
+  return "headlab: error: " + (named ? "" : command_name + ": ") + rank + line;
+}
+
+// The error as the last line on stderr: "headlab: error: <command>: <message>" on one line.
+// An error every rank met alike: rank 0 prints it, every rank returns `code`.
+int report(const std::string& message, int code) {
+  std::fflush(stdout);
+  if (launcher_rank() == 0) cli::Output::get().final_line(error_line(message));
   return code;
+}
+
+// An error of this rank alone: with other ranks, it names this rank and ends the whole job.
+int report_local(const std::string& message, int code) {
+  Comm& world = cli::world();
+  if (world.size() == 1) return report(message, code);
+  std::fflush(stdout);
+  cli::Output::get().final_line(error_line(message, fmt::format("rank {}: ", world.rank())));
+  abort_world(code);
+}
+
+// Only these commands run as ranks of one job; the others are one process's work.
+bool runs_distributed(const std::string& command) {
+  for (const char* c : {"train", "sweep", "bench", "info"})
+    if (command == c) return true;
+  return false;
 }
 
 // `headlab` alone: what there is to do, on stderr.
@@ -97,27 +133,29 @@ int run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return cli::speaks_for_job() ? app.exit(e) : 0;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return cli::speaks_for_job() ? app.exit(e) : 0;
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return cli::speaks_for_job() ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {  // bad command line
     return report(e.what(), cli::kUsage);
   } catch (const NonFiniteError& e) {  // NaN/Inf loss, gradient or update: training stopped
     return report(e.what(), cli::kNonFinite);
+  } catch (const CollectiveError& e) {  // every rank alike: config, run directory, checkpoint
+    return report(e.what(), cli::kUsage);
   } catch (const Error& e) {  // a user's mistake: config, file, checkpoint
-    return report(e.what(), cli::kUsage);
+    return report_local(e.what(), cli::kUsage);
   } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave
-    return report(e.what(), cli::kUsage);
+    return report_local(e.what(), cli::kUsage);
   } catch (const InternalError& e) {
-    return report(e.what(), cli::kFailure);
+    return report_local(e.what(), cli::kFailure);
   } catch (const std::bad_alloc&) {
-    return report("out of memory", cli::kFailure);
+    return report_local("out of memory", cli::kFailure);
   } catch (const std::exception& e) {
-    return report(e.what(), cli::kFailure);
+    return report_local(e.what(), cli::kFailure);
   } catch (...) {
-    return report("unknown exception", cli::kFailure);
+    return report_local("unknown exception", cli::kFailure);
   }
   return -1;
 }
@@ -139,7 +177,7 @@ int main(int argc, char** argv) {
   cli::add_gradcheck_command(app, exit_code);
   cli::add_analyze_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);
-  if (argc < 2) return usage(app);
+  if (argc < 2) return launcher_rank() == 0 ? usage(app) : cli::kUsage;
   if (argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
     std::string known;
     for (CLI::App* sub : app.get_subcommands({})) {
@@ -150,6 +188,19 @@ int main(int argc, char** argv) {
       return report(std::string("unknown command '") + argv[1] + "' (commands: " + known + ")",
                     cli::kUsage);
   }
+  // Under mpirun only rank 0 prints an error found before the world is open.
+  if (launched_by_mpi() && launcher_size() > 1 && !command_name.empty() &&
+      !runs_distributed(command_name))
+    return report(
+        fmt::format("headlab {} runs as one process; run it without mpirun", command_name),
+        cli::kUsage);
+  try {
+    cli::set_world(open_world());
+  } catch (const Error& e) {
+    return report(e.what(), cli::kUsage);
+  }
   const int failed = run(app, argc, argv);
-  return check_outputs(failed >= 0 ? failed : exit_code);
+  const int code = check_outputs(failed >= 0 ? failed : exit_code);
+  close_world();
+  return code;
 }

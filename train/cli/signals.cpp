@@ -24,7 +24,7 @@ void install_stop_handlers() {
   action.sa_handler = on_stop;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESETHAND;  // a second one of the same signal: the default action
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaction(s, &action, nullptr);
 }
 
 int stop_signal() {
@@ -39,6 +39,8 @@ const char* signal_name(int signal) {
       return "SIGTERM";
     case SIGHUP:
       return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
     case SIGKILL:
       return "SIGKILL";
     case SIGPIPE:

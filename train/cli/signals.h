@@ -1,7 +1,8 @@
 #pragma once
 // Signals, as the CLI handles them.
 //
-// SIGINT, SIGTERM and SIGHUP ask a command to stop: `headlab train` finishes the current step,
+// SIGINT, SIGTERM and SIGHUP ask a command to stop (and SIGUSR1, which mpirun forwards to every
+// rank, where Ctrl-C on mpirun ends the job at once): `headlab train` finishes the current step,
 // writes a checkpoint, prints one line and exits with 128 + the signal; `headlab sweep` passes
 // SIGTERM to its runs, waits for their checkpoints, writes sweep.json and exits the same way.
 // The same signal a second time ends the process at once (the default action comes back). Other
@@ -15,7 +16,7 @@ namespace headlab::cli {
 
 // In main, before anything else: SIGPIPE and SIGXFSZ ignored.
 void ignore_write_signals();
-// Installs the stop handlers for SIGINT, SIGTERM and SIGHUP.
+// Installs the stop handlers for SIGINT, SIGTERM, SIGHUP and SIGUSR1.
 void install_stop_handlers();
 // The first stop signal received, or 0.
 int stop_signal();

@@ -7,6 +7,13 @@
 // claims DIR (train/run/run_dir.h), logs to DIR/sweep.log and writes DIR/sweep.json, sweep.csv
 // and report.html, also when it is interrupted; --resume continues it (finished runs are kept,
 // interrupted ones resumed) and extends it with new values or seeds.
+//
+// Under `mpirun -np N`, run i is trained by rank i mod N (each rank --jobs at a time), as it
+// would be alone: its `headlab train` child gets the environment without the MPI launcher's
+// variables (train/cli/children.h), so it is a process of its own, not a rank. Rank 0 alone
+// checks, claims and logs to the sweep directory; each rank sends its runs' figures and report
+// data to rank 0 by message, and rank 0 writes sweep.json, sweep.csv and report.html, the same
+// as one process would.
 
 #include <chrono>
 #include <cstdio>
@@ -15,6 +22,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/version.h"
@@ -23,7 +31,10 @@
 #include "train/cli/options.h"
 #include "train/cli/output.h"
 #include "train/cli/signals.h"
+#include "train/cli/world.h"
+#include "train/dist/agree.h"
 #include "train/plugins/loader.h"
+#include "train/report/report.h"
 #include "train/run/run_dir.h"
 #include "train/sweep/sweep.h"
 
@@ -32,6 +43,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 
 struct SweepArgs {
   std::string config;
@@ -69,16 +81,21 @@ std::vector<std::string> train_args(const std::string& exe, const SweepSpec& spe
   return args;
 }
 
+// "sweep: " alone, "sweep: rank 1: " as a rank of a distributed sweep.
+std::string line_prefix() {
+  return world().size() > 1 ? fmt::format("sweep: rank {}: ", world().rank()) : "sweep: ";
+}
+
 void note_outcome(const SweepOutcome& o, size_t done, size_t n, double secs) {
   if (o.ok)
     Output::get().note(fmt::format(
-        "sweep: [{}/{}] {}: eval accuracy {:.4f}, steps to 95% {}, s_match {:.3f}, n_claimed {} "
+        "{}[{}/{}] {}: eval accuracy {:.4f}, steps to 95% {}, s_match {:.3f}, n_claimed {} "
         "({:.0f} s)",
-        done, n, values_text(o.run), o.eval_accuracy,
+        line_prefix(), done, n, values_text(o.run), o.eval_accuracy,
         o.steps_to_95 ? std::to_string(*o.steps_to_95) : "never", o.s_match, o.n_claimed, secs));
   else
-    Output::get().note(
-        fmt::format("sweep: [{}/{}] {} failed: {}", done, n, values_text(o.run), o.error));
+    Output::get().note(fmt::format("{}[{}/{}] {} failed: {}", line_prefix(), done, n,
+                                   values_text(o.run), o.error));
 }
 
 // The outcome of a run whose `headlab train` exited with `code`, its last line `line`.
@@ -128,7 +145,7 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
         continue;
       }
       if (!a.no_progress)
-        Output::get().note(fmt::format("sweep: [{}/{}] {} {}", i + 1, runs.size(),
+        Output::get().note(fmt::format("{}[{}/{}] {} {}", line_prefix(), i + 1, runs.size(),
                                        runs[i].state == RunState::fresh ? "start" : "resume",
                                        values_text(runs[i])));
       started[i] = Clock::now();
@@ -155,30 +172,58 @@ SweepSpec make_spec(const SweepArgs& a) {
   return spec;
 }
 
-int run_sweep(const SweepArgs& a) {
-  install_stop_handlers();
-  if (a.resume && a.report_only)
-    fail("--resume and --report-only exclude each other: --report-only trains nothing");
-  load_plugin_flags(a.plugins);  // before the plan: the runs' configs may name their layers
-  const SweepSpec spec = make_spec(a);
-  const SweepPlan plan = a.report_only ? SweepPlan::collect
-                         : a.resume    ? SweepPlan::resume
-                                       : SweepPlan::fresh;
-  // Checked before anything is created: the directory, then every run's config.
-  const RunDirUse use = plan == SweepPlan::fresh ? RunDirUse::create : RunDirUse::write;
-  check_run_dir(spec.out_dir, use, DirKind::sweep);
-  const std::vector<SweepRun> runs = plan_sweep(spec, plan);
-  const RunDirClaim claim = claim_run_dir(spec.out_dir, use, DirKind::sweep);
-  Output::get().open_log(spec.out_dir / "sweep.log");
-  Output::get().log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
-                                      shell_command(command_line())));
-  int worst = kOk;
-  std::vector<SweepOutcome> outcomes;
-  if (a.report_only)
-    for (const SweepRun& run : runs) outcomes.push_back(collect_run(run));
-  else
-    outcomes = train_runs(spec, runs, a, worst);
-  write_sweep(spec, outcomes);
+// Every rank validates every run's config; rank 0 alone checks the run directories (they are on
+// its host) and tells the others what --resume does with each run. With several ranks they must
+// agree on the build (plugins included) and on the runs.
+std::vector<SweepRun> plan_on_every_rank(const SweepSpec& spec, SweepPlan plan) {
+  Comm& comm = world();
+  std::vector<SweepRun> runs;
+  on_every_rank(comm, [&] { runs = plan_sweep(spec, comm.is_root() ? plan : SweepPlan::collect); });
+  if (comm.size() == 1) return runs;
+  std::string text, states;
+  for (const SweepRun& r : runs) {
+    text += r.dir.string();
+    for (const std::string& o : r.overrides) text += " " + o;
+    text += "\n";
+    states += static_cast<char>('0' + static_cast<int>(r.state));
+  }
+  check_same_on_every_rank(comm, "the headlab build", build_fingerprint());
+  check_same_on_every_rank(comm, "the sweep's runs", text);
+  states = broadcast_string(comm, 0, states);
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].state = static_cast<RunState>(states[i] - '0');
+  return runs;
+}
+
+// Trains this rank's share of the runs (run i on rank i mod N) and gathers every outcome on
+// rank 0, in run order, with its report data; `worst` becomes the worst exit code of all ranks.
+std::vector<SweepOutcome> train_distributed(const SweepSpec& spec,
+                                            const std::vector<SweepRun>& runs, const SweepArgs& a,
+                                            std::vector<SweepRunData>& data, int& worst) {
+  Comm& comm = world();
+  const size_t n = static_cast<size_t>(comm.size()), me = static_cast<size_t>(comm.rank());
+  std::vector<SweepRun> mine;
+  for (size_t i = me; i < runs.size(); i += n) mine.push_back(runs[i]);
+  json records = json::array();
+  for (const SweepOutcome& o : train_runs(spec, mine, a, worst)) records.push_back(run_record(o));
+  const std::vector<std::string> all =
+      allgather_strings(comm, json{{"worst", worst}, {"runs", records}}.dump());
+  std::vector<SweepOutcome> outcomes(runs.size());
+  data.assign(runs.size(), SweepRunData{});
+  for (size_t r = 0; r < n; ++r) {
+    const json doc = json::parse(all[r]);
+    worst = worse(worst, doc.at("worst").get<int>());
+    const json& rs = doc.at("runs");
+    for (size_t k = 0; k < rs.size(); ++k) {
+      const size_t i = r + k * n;
+      outcomes[i] = outcome_from_record(rs[k], runs[i], data[i]);
+    }
+  }
+  return outcomes;
+}
+
+// What the sweep prints at the end (rank 0); returns its exit code.
+int finish_sweep(const SweepSpec& spec, const SweepArgs& a,
+                 const std::vector<SweepOutcome>& outcomes, int worst) {
   fmt::print("{}", sweep_to_csv(spec, outcomes));
   if (!a.report_only)
     fmt::print("wrote {}, {} and {}\n", (spec.out_dir / "sweep.json").string(),
@@ -194,6 +239,49 @@ int run_sweep(const SweepArgs& a) {
     return 128 + signal;
   }
   return worst;
+}
+
+int run_sweep(const SweepArgs& a) {
+  install_stop_handlers();
+  Comm& comm = world();
+  SweepSpec spec;
+  on_every_rank(comm, [&] {
+    if (a.resume && a.report_only)
+      fail("--resume and --report-only exclude each other: --report-only trains nothing");
+    load_plugin_flags(a.plugins);  // before the plan: the runs' configs may name their layers
+    spec = make_spec(a);
+  });
+  const SweepPlan plan = a.report_only ? SweepPlan::collect
+                         : a.resume    ? SweepPlan::resume
+                                       : SweepPlan::fresh;
+  // Checked before anything is created: the directory, then every run's config.
+  const RunDirUse use = plan == SweepPlan::fresh ? RunDirUse::create : RunDirUse::write;
+  on_root(comm, [&] { check_run_dir(spec.out_dir, use, DirKind::sweep); });
+  const std::vector<SweepRun> runs = plan_on_every_rank(spec, plan);
+  RunDirClaim claim;
+  on_root(comm, [&] {
+    claim = claim_run_dir(spec.out_dir, use, DirKind::sweep);
+    Output::get().open_log(spec.out_dir / "sweep.log");
+    Output::get().log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
+                                        shell_command(command_line())));
+  });
+  int worst = kOk;
+  std::vector<SweepOutcome> outcomes;
+  std::vector<SweepRunData> data;
+  if (a.report_only) {
+    if (comm.is_root())
+      for (const SweepRun& run : runs) outcomes.push_back(collect_run(run));
+  } else if (comm.size() > 1) {
+    outcomes = train_distributed(spec, runs, a, data, worst);
+  } else {
+    outcomes = train_runs(spec, runs, a, worst);
+  }
+  if (!comm.is_root()) return worst;
+  if (data.empty())
+    write_sweep(spec, outcomes);
+  else
+    write_sweep(spec, outcomes, data);
+  return finish_sweep(spec, a, outcomes, worst);
 }
 
 }  // namespace

@@ -6,9 +6,16 @@
 // or someone else's files, a checkpoint that does not fit) is found before the first step and
 // before anything is printed, so main() reports it as the only stderr line. --dry-run stops
 // right there and says what the run would be.
+//
+// Under `mpirun -np N` every rank runs this with the same arguments: each loads the plugins and
+// the config, the ranks check that their configs and builds (plugins included) agree, rank 0
+// alone checks, claims and writes the run directory, and all train one model together
+// (train/run/trainer.h). Rank 0 alone prints progress, runs the head analysis and prints the
+// summary.
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +29,11 @@
 #include "train/cli/output.h"
 #include "train/cli/progress.h"
 #include "train/cli/signals.h"
+#include "train/cli/world.h"
 #include "train/config/config.h"
+#include "train/dist/agree.h"
+#include "train/dist/share.h"
+#include "train/plugins/loader.h"
 #include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
 #include "train/run/run_json.h"
@@ -99,6 +110,8 @@ int print_dry_run(const TrainArgs& a, Trainer& trainer, RunDirPlan plan) {
 
 // The outcome line and exit code of a run that returned.
 int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, const fs::path& out) {
+  int rank0_signal = stop_signal();  // the other ranks exit with rank 0's code (run_train)
+  if (world().size() > 1) broadcast_values(world(), 0, std::span<int>(&rank0_signal, 1));
   if (result.interrupted) {
     const int signal = stop_signal();
     record_session_end(out, fmt::format("interrupted by {}", signal_name(signal)), result.steps);
@@ -131,31 +144,62 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   return kOk;
 }
 
-int run_train(const TrainArgs& a) {
-  install_stop_handlers();
-  if (a.resume && a.overwrite)
-    fail(
-        "--resume and --overwrite exclude each other: --resume continues the run, --overwrite "
-        "replaces it");
+// The ranks after the first print nothing; a stop signal still stops them (all ranks agree on
+// it after each step).
+class QuietRank : public TrainObserver {
+ public:
+  bool should_stop() override { return stop_signal() != 0; }
+};
+
+// --resume: the plugins the run was trained with. Rank 0 reads them from run.json; the other
+// ranks load the same files (on their host, at the same path), checked against the same digests.
+void load_plugins_of_run(Comm& comm, const fs::path& out) {
+  std::string list;
+  on_root(comm, [&] {
+    load_run_plugins(out);
+    for (const LoadedPlugin& p : loaded_plugins()) list += p.path.string() + "\n" + p.sha256 + "\n";
+  });
+  if (comm.size() == 1) return;
+  list = broadcast_string(comm, 0, list);
+  on_every_rank(comm, [&] {
+    for (size_t at = 0; at < list.size();) {
+      const size_t path_end = list.find('\n', at), sha_end = list.find('\n', path_end + 1);
+      load_plugin(list.substr(at, path_end - at),
+                  list.substr(path_end + 1, sha_end - path_end - 1));
+      at = sha_end + 1;
+    }
+  });
+}
+
+// Everything before the run directory is claimed: the directory checked (rank 0), the plugins,
+// the config, the ranks' agreement, the model and a resumed checkpoint.
+std::unique_ptr<Trainer> prepare(const TrainArgs& a, RunDirPlan& plan) {
+  Comm& comm = world();
   const fs::path out = out_dir(a);
+  on_every_rank(comm, [&] {
+    if (a.resume && a.overwrite)
+      fail(
+          "--resume and --overwrite exclude each other: --resume continues the run, --overwrite "
+          "replaces it");
+  });
   // The directory is checked before anything in it is read (a resume reads run.json for its
   // plugins), then the plugins are loaded: the config may name their layers and tasks.
-  const RunDirPlan plan = check_run_dir(out, dir_use(a));
-  load_plugin_flags(a.plugins);
-  if (a.resume) load_run_plugins(out);
-  Config config = load_config(a.config, a.sets);
+  on_root(comm, [&] { plan = check_run_dir(out, dir_use(a)); });
+  on_every_rank(comm, [&] { load_plugin_flags(a.plugins); });
+  if (a.resume) load_plugins_of_run(comm, out);
+  Config config;
+  on_every_rank(comm, [&] { config = load_config(a.config, a.sets); });
+  check_ranks_agree(config);
   // Building the model writes nothing and finds what only the layers can check; the checkpoint
   // is checked before anything is written too.
-  Trainer trainer(std::move(config), out);
-  if (a.resume) trainer.resume(ConfigUse::resume);
-  if (a.dry_run) return print_dry_run(a, trainer, plan);
-  // From here on the directory is this process's until it exits.
-  const RunDirClaim claim = claim_run_dir(out, dir_use(a));
-  if (a.resume) {  // a writer that finished just before the claim may have saved a newer one
-    const std::optional<fs::path> latest = latest_checkpoint(out);
-    if (!latest || latest->filename() != checkpoint_dir_name(trainer.step()))
-      trainer.resume(ConfigUse::resume);
-  }
+  std::unique_ptr<Trainer> trainer;
+  on_every_rank(comm, [&] { trainer = std::make_unique<Trainer>(std::move(config), out, &comm); });
+  if (a.resume) trainer->resume(ConfigUse::resume);
+  return trainer;
+}
+
+// Rank 0's part once the directory is claimed: train.log, run.json's session and plugins.
+void open_run_files(const TrainArgs& a, const Trainer& trainer, const fs::path& out) {
   Output& output = Output::get();
   output.set_quiet(a.quiet);
   output.open_log(out / "train.log");
@@ -163,19 +207,49 @@ int run_train(const TrainArgs& a) {
                                shell_command(command_line())));
   record_session_start(out, command_line(), trainer.step());
   record_run_plugins(out);
+}
+
+int run_train(const TrainArgs& a) {
+  install_stop_handlers();
+  Comm& comm = world();
+  const fs::path out = out_dir(a);
+  RunDirPlan plan{};
+  std::unique_ptr<Trainer> trainer = prepare(a, plan);
+  if (a.dry_run) return speaks_for_job() ? print_dry_run(a, *trainer, plan) : kOk;
+  // From here on the directory is rank 0's until it exits.
+  RunDirClaim claim;
+  bool newer = false;
+  on_root(comm, [&] {
+    claim = claim_run_dir(out, dir_use(a));
+    // A writer that finished just before the claim may have saved a newer checkpoint.
+    if (!a.resume) return;
+    const std::optional<fs::path> latest = latest_checkpoint(out);
+    newer = !latest || latest->filename() != checkpoint_dir_name(trainer->step());
+  });
+  if (any_rank(comm, newer)) trainer->resume(ConfigUse::resume);
+  if (speaks_for_job()) open_run_files(a, *trainer, out);
   use_output_logger();
   TrainResult result;
   try {
-    ProgressReporter progress(stderr_is_tty() && !a.no_progress && !a.quiet);
-    result = trainer.run(&progress);
-  } catch (const std::exception& e) {
-    try {
-      record_session_end(out, std::string("failed: ") + e.what(), trainer.step());
-    } catch (const std::exception&) {  // the first error is the one to report
+    if (speaks_for_job()) {
+      ProgressReporter progress(stderr_is_tty() && !a.no_progress && !a.quiet);
+      result = trainer->run(&progress);
+    } else {
+      QuietRank quiet;
+      result = trainer->run(&quiet);
     }
+  } catch (const std::exception& e) {
+    if (speaks_for_job()) try {
+        record_session_end(out, std::string("failed: ") + e.what(), trainer->step());
+      } catch (const std::exception&) {  // the first error is the one to report
+      }
     throw;
   }
-  return finish(a, trainer, result, out);
+  if (speaks_for_job()) return finish(a, *trainer, result, out);
+  // The other ranks stopped after the same step as rank 0, which says why.
+  int signal = stop_signal();
+  broadcast_values(comm, 0, std::span<int>(&signal, 1));
+  return result.interrupted ? 128 + signal : kOk;
 }
 
 }  // namespace

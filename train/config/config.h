@@ -71,7 +71,8 @@ struct ScheduleConfig {
 
 struct TrainConfig {
   int64_t steps = 1000;
-  int64_t batch_size = 32;
+  int64_t batch_size = 32;  // sentences per micro-batch
+  int64_t grad_accum = 1;   // micro-batches per step and rank (docs/distributed.md)
   int64_t seed = 1;
   int64_t eval_every = 50;  // 0: only at the end
   int64_t eval_batches = 8;
@@ -86,6 +87,7 @@ struct RuntimeConfig {
   std::string backend = "auto";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
+  double dist_timeout = 300;  // seconds a rank waits for another (docs/distributed.md)
   // Plugins (train/plugins/plugin.h) loaded before the slots and the task are checked. Given
   // relative to the config file's folder (to the current directory in a --set); a loaded config
   // holds them absolute.
@@ -168,11 +170,13 @@ enum class ConfigUse { resume, evaluate };
 // and for resume also train.eval_*. Steps, cadence and runtime keys may change. Values are
 // compared resolved, so a value spelled out as its default is no change (layer options too).
 // Empty when `current` continues or evaluates the same run.
+// `saved_ranks` and `ranks`: the processes the checkpoint was written by and this run has.
 std::vector<std::string> identity_differences(const Config& saved, const Config& current,
-                                              ConfigUse use);
-// Sentences per optimizer update: train.batch_size. The global batch is what identifies a run,
-// not how it is split; a key that splits it (gradient accumulation, ranks) is KeyClass::batch
-// and multiplies in here.
-int64_t global_batch(const Config& config);
+                                              ConfigUse use, int64_t saved_ranks = 1,
+                                              int64_t ranks = 1);
+// Sentences per optimizer update on `ranks` processes: train.batch_size x train.grad_accum x
+// ranks. The global batch is what identifies a run, not how it is split; a key that splits it
+// (gradient accumulation, ranks) is KeyClass::batch and multiplies in here.
+int64_t global_batch(const Config& config, int64_t ranks = 1);
 
 }  // namespace headlab

@@ -206,7 +206,13 @@ void train_keys(std::vector<Key>& k) {
   k.push_back(key_of("train.batch_size", &C::train, &R::batch_size)
                   .range(1, 65536)
                   .is(KeyClass::batch)
-                  .doc("Sentences per step (fresh every step)."));
+                  .doc("Sentences per micro-batch (fresh every step); a step's global batch is "
+                       "batch_size x grad_accum x ranks."));
+  k.push_back(key_of("train.grad_accum", &C::train, &R::grad_accum)
+                  .range(1, 65536)
+                  .is(KeyClass::batch)
+                  .doc("Micro-batches per step and rank whose gradients are summed before the "
+                       "update (docs/distributed.md)."));
   k.push_back(key_of("train.seed", &C::train, &R::seed)
                   .range(0, double(kMaxInt))
                   .doc("Seed of initialisation, dropout and the training data stream."));
@@ -255,6 +261,11 @@ void runtime_keys(std::vector<Key>& k) {
                   .range(0, 1e6, true)
                   .is(KeyClass::runtime)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+  k.push_back(key_of("runtime.dist_timeout", &C::runtime, &U::dist_timeout)
+                  .range(1, 1e6)
+                  .is(KeyClass::runtime)
+                  .doc("Under mpirun: seconds a rank waits for another before it ends the job "
+                       "(docs/distributed.md)."));
   // A plugin's identity is its content: run.json records each one's SHA-256 and a resume or an
   // eval refuses a changed one, so the paths themselves may change (a moved build directory).
   k.push_back(key_of("runtime.plugins", &C::runtime, &U::plugins)

@@ -125,12 +125,12 @@ void option_table_differences(const Config& saved, const Config& current,
 
 }  // namespace
 
-int64_t global_batch(const Config& c) {
-  return c.train.batch_size;
+int64_t global_batch(const Config& c, int64_t ranks) {
+  return c.train.batch_size * c.train.grad_accum * ranks;
 }
 
 std::vector<std::string> identity_differences(const Config& saved, const Config& current,
-                                              ConfigUse use) {
+                                              ConfigUse use, int64_t saved_ranks, int64_t ranks) {
   std::vector<std::string> out;
   std::vector<std::string> batch_keys;
   for (const auto& spec : config_keys()) {
@@ -154,11 +154,15 @@ std::vector<std::string> identity_differences(const Config& saved, const Config&
         break;
     }
   }
-  if (global_batch(saved) != global_batch(current)) {
+  if (global_batch(saved, saved_ranks) != global_batch(current, ranks)) {
     std::string parts;
     for (const std::string& d : batch_keys) parts += (parts.empty() ? "" : ", ") + d;
+    if (saved_ranks != ranks)
+      parts += fmt::format("{}ranks: {} (checkpoint) vs {}", parts.empty() ? "" : ", ", saved_ranks,
+                           ranks);
     out.push_back(fmt::format("the global batch: {} (checkpoint) vs {} (config) ({})",
-                              global_batch(saved), global_batch(current), parts));
+                              global_batch(saved, saved_ranks), global_batch(current, ranks),
+                              parts));
   }
   option_table_differences(saved, current, out);
   return out;

@@ -13,13 +13,14 @@
 //    ...}
 // (Python's safetensors reads these files unchanged; the metadata is plain strings.) state.json:
 //   {"format_version": 2, "step": 400, "data_cursor": 400, "config_hash": "...", "run_id": "...",
-//    "rng": {"dropout": "xoshiro256**:..."}, "versions": {...}, "extra": {...},
+//    "rng": {}, "versions": {...}, "extra": {...},
 //    "files": {"config.resolved.toml": "<xxh3 of the file>"}, "checksum": "<xxh3>"}
 // where "checksum" is the XXH3-64 of the document without it, as compact JSON (state_checksum).
 // Every load verifies all of it: a mismatch, a missing checksum or a non-finite value (NaN,
 // Inf) in any tensor is refused, naming the file and the tensor. A non-finite tensor is never
 // written either. Version 1 (no checksums) is refused with a message saying so; version 2
-// checkpoints cannot be migrated from it without trusting unchecked bytes.
+// checkpoints cannot be migrated from it without trusting unchecked bytes. ("rng" holds named
+// generator states; the trainer's streams are keyed by step and sentence, so it saves none.)
 //
 // Saving is crash safe: the files are written into checkpoints/.tmp-step-000400-<pid>/, each
 // fsynced, the directory fsynced and renamed to step-000400, then `latest` is replaced
@@ -46,7 +47,7 @@
 // Usage (trainer):
 //   CheckpointData c;
 //   c.step = step; c.model = model.state_dict(); c.optimizer = optimizer.state_dict();
-//   c.rng_states["dropout"] = dropout_rng.state_string(); c.data_cursor = step;
+//   c.data_cursor = step;
 //   c.resolved_config = to_toml(config); c.config_hash = config_hash(config);
 //   save_checkpoint(run_dir, c, config.train.keep_checkpoints);
 // Resume:
@@ -54,7 +55,6 @@
 //   ... compare parse_config(c.resolved_config, ...) with the current config ...
 //   model.load_state_dict(c.model);          // names and shapes: reported by Module
 //   optimizer.load_state_dict(c.optimizer);
-//   dropout_rng.set_state(Rng::parse_state(c.rng_states.at("dropout")));
 
 #include <cstdint>
 #include <filesystem>

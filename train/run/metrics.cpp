@@ -109,6 +109,9 @@ json summary_to_json(const TrainResult& r, const Config& c, int64_t parameters) 
   s["d_model"] = c.model.d_model;
   s["seed"] = c.train.seed;
   s["batch_size"] = c.train.batch_size;
+  s["grad_accum"] = c.train.grad_accum;
+  s["ranks"] = r.ranks;
+  s["global_batch"] = c.train.batch_size * c.train.grad_accum * r.ranks;
   s["parameters"] = parameters;
   s["task"] = c.task.name;
   s["relations"] = e.relations;

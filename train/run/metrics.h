@@ -58,6 +58,7 @@ struct TrainResult {
   double steps_per_second = 0;
   int64_t steps_to_95 = -1;  // first eval step with accuracy >= 0.95, -1 if none
   bool interrupted = false;  // stopped early by TrainObserver::should_stop()
+  int64_t ranks = 1;         // processes of the data-parallel job
   std::filesystem::path run_dir;
 };
 

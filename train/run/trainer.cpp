@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -12,6 +13,10 @@
 #include "optim/clip.h"
 #include "optim/factory.h"
 #include "train/config/model.h"
+#include "train/dist/agree.h"
+#include "train/dist/comm.h"
+#include "train/dist/reduce.h"
+#include "train/dist/share.h"
 #include "train/io/files.h"
 #include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
@@ -32,45 +37,14 @@ double seconds_since(Clock::time_point t) {
 constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
 constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
 
-// Correct predictions over non-ignored rows of logits [rows, C]; per relation too
-// (Task::relation_correct) when asked.
-struct Tally {
-  int64_t tokens = 0, correct = 0;
-  std::vector<int64_t> relation_hits;
-
-  // relations: also score each relation (evaluation; allocates).
-  void add(const Tensor& logits, const std::vector<int32_t>& labels, const Task& task,
-           bool relations) {
-    const int64_t classes = logits.size(-1);
-    const int64_t rows = logits.numel() / classes;
-    const float* x = logits.data();
-    if (relations) relation_hits.resize(task.relations().size(), 0);
-    for (int64_t i = 0; i < rows; ++i) {
-      const int32_t label = labels[static_cast<size_t>(i)];
-      if (label == kIgnoreIndex) continue;
-      const float* row = x + i * classes;
-      int32_t best = 0;
-      for (int64_t c = 1; c < classes; ++c)
-        if (row[c] > row[best]) best = static_cast<int32_t>(c);
-      ++tokens;
-      correct += best == label;
-      for (size_t r = 0; r < relation_hits.size(); ++r)
-        relation_hits[r] += task.relation_correct(best, label, static_cast<int>(r));
-    }
-  }
-  double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
-};
-
-// Views of the batch's feature arrays, in `spans` (reused: no allocation once sized).
-void feature_spans(const Batch& b, std::vector<std::span<const int32_t>>& spans) {
-  spans.clear();
-  for (const auto& f : b.features) spans.emplace_back(f);
-}
-
 }  // namespace
 
-Trainer::Trainer(Config config, std::filesystem::path run_dir)
-    : config_(std::move(config)), run_dir_(std::move(run_dir)), batch_(std::make_unique<Batch>()) {
+Trainer::Trainer(Config config, std::filesystem::path run_dir, Comm* comm)
+    : config_(std::move(config)),
+      run_dir_(std::move(run_dir)),
+      own_comm_(comm ? nullptr : std::make_unique<LocalComm>()),
+      comm_(comm ? comm : own_comm_.get()),
+      batch_(std::make_unique<Batch>()) {
   set_num_threads(static_cast<int>(config_.runtime.threads));
   set_backend(parse_backend(config_.runtime.backend));
   task_ = make_task(config_.task);
@@ -102,6 +76,14 @@ Trainer::Trainer(Config config, std::filesystem::path run_dir)
   so.d_model = config_.schedule.d_model;
   schedule_ = std::make_unique<Schedule>(make_schedule(so, o.lr));
   model_->train();
+  // Every micro-batch's backward starts from existing zeroed gradients, the first one of the
+  // run included, whichever rank computes it (train/dist/reduce.h).
+  std::vector<int64_t> sizes;
+  for (const auto& p : optimizer_->parameters()) {
+    if (!p.var.has_grad()) p.var.grad() = Tensor::zeros(p.var.shape());
+    sizes.push_back(p.var.numel());
+  }
+  reducer_ = std::make_unique<GradientReducer>(*comm_, config_.train.grad_accum, std::move(sizes));
 }
 
 Trainer::~Trainer() = default;
@@ -118,13 +100,16 @@ const std::string& Trainer::run_id() {
 }
 
 void Trainer::resume(ConfigUse use, const std::filesystem::path& checkpoint) {
-  if (checkpoint.empty() && !latest_checkpoint(run_dir_))
-    fail("no checkpoint in '{}' ('{}' does not exist){}", run_dir_.string(),
-         (run_dir_ / "checkpoints" / "latest").string(),
-         use == ConfigUse::resume ? ": the run stopped before its first checkpoint; start it "
-                                    "again with --overwrite"
-                                  : "");
-  restore(use, checkpoint.empty() ? load_checkpoint(run_dir_) : load_checkpoint_dir(checkpoint));
+  on_root(*comm_, [&] {
+    if (checkpoint.empty() && !latest_checkpoint(run_dir_))
+      fail("no checkpoint in '{}' ('{}' does not exist){}", run_dir_.string(),
+           (run_dir_ / "checkpoints" / "latest").string(),
+           use == ConfigUse::resume ? ": the run stopped before its first checkpoint; start it "
+                                      "again with --overwrite"
+                                    : "");
+    restore(use, checkpoint.empty() ? load_checkpoint(run_dir_) : load_checkpoint_dir(checkpoint));
+  });
+  share_resumed_state();
 }
 
 void Trainer::restore(ConfigUse use, CheckpointData c) {
@@ -136,7 +121,13 @@ void Trainer::restore(ConfigUse use, CheckpointData c) {
         "from another run directory?)",
         verb, where, c.run_id, run_dir_.string(), run_id());
   const Config saved = parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string());
-  const std::vector<std::string> diffs = identity_differences(saved, config_, use);
+  // A run is defined by its global batch, not by how it is split (docs/distributed.md); an
+  // evaluation runs on one process whatever the run's ranks were.
+  const int64_t saved_ranks =
+      use == ConfigUse::resume ? c.extra.value("world_size", int64_t{1}) : 1;
+  const int64_t ranks = use == ConfigUse::resume ? comm_->size() : 1;
+  const std::vector<std::string> diffs =
+      identity_differences(saved, config_, use, saved_ranks, ranks);
   if (!diffs.empty()) {
     std::string list;
     for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
@@ -155,9 +146,6 @@ void Trainer::restore(ConfigUse use, CheckpointData c) {
          config_.train.steps);
   if (c.data_cursor != c.step)
     fail("cannot {} '{}': data cursor {} differs from step {}", verb, where, c.data_cursor, c.step);
-  auto rng = c.rng_states.find("dropout");
-  if (rng == c.rng_states.end())
-    fail("cannot {} '{}': state.json has no \"dropout\" RNG state", verb, where);
   try {
     model_->load_state_dict(c.model);
     optimizer_->load_state_dict(c.optimizer);
@@ -167,79 +155,29 @@ void Trainer::restore(ConfigUse use, CheckpointData c) {
   if (optimizer_->step_count() != c.step)
     fail("cannot {} '{}': optimizer.safetensors is at step {} but state.json at {}", verb, where,
          optimizer_->step_count(), c.step);
-  model_->dropout_rng().set_state(Rng::parse_state(rng->second));
   step_ = c.step;
   last_checkpoint_ = c.step;
   resumed_elapsed_ = c.extra.value("elapsed_seconds", 0.0);
   resumed_train_seconds_ = c.extra.value("train_seconds", 0.0);
 }
 
-StepMetrics Trainer::train_step() {
-  const TrainConfig& t = config_.train;
-  const int64_t s = step_ + 1;
-  task_->generate(static_cast<uint64_t>(t.seed), step_, t.batch_size, *batch_);
-  feature_spans(*batch_, spans_);
-  EncoderOutput out = model_->forward(spans_, batch_->batch_size, batch_->seq_len);
-  Var loss = cross_entropy(out.logits, batch_->labels, kIgnoreIndex);
-  StepMetrics m;
-  m.step = s;
-  m.total_steps = t.steps;
-  m.loss = loss.value().item();
-  Tally tally;
-  tally.add(out.logits.value(), batch_->labels, *task_, false);
-  m.accuracy = tally.accuracy();
-  loss.backward();
-  auto stop = [&](const char* what, double value) {
-    const std::string kept =
-        last_checkpoint_ >= 0
-            ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint_)
-            : std::string("no checkpoint was written");
-    const char* text = std::isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf";
-    throw NonFiniteError(s, fmt::format("training stopped at step {}: the {} is {}, before the "
-                                        "update; {} (try a lower optim.lr)",
-                                        s, what, text, kept));
-  };
-  if (!std::isfinite(m.loss)) stop("training loss", m.loss);
-  m.grad_norm = clip_grad_norm(optimizer_->parameters(), config_.optim.clip_norm);
-  if (!std::isfinite(m.grad_norm)) stop("gradient norm", m.grad_norm);
-  m.lr = schedule_->lr_at(s);
-  optimizer_->set_lr(m.lr);
-  optimizer_->step();
-  optimizer_->zero_grad();
-  step_ = s;
-  return m;
-}
-
-EvalMetrics Trainer::evaluate() {
-  const TrainConfig& t = config_.train;
-  struct TrainModeRestorer {
-    Encoder& model;
-    ~TrainModeRestorer() { model.train(); }
-  } restore{*model_};
-  NoGradGuard no_grad;
-  model_->eval();
-  Batch batch;
-  Tally tally;
-  double loss_sum = 0;
-  for (int64_t i = 0; i < t.eval_batches; ++i) {
-    task_->generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
-    feature_spans(batch, spans_);
-    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len);
-    const int64_t before = tally.tokens;
-    tally.add(out.logits.value(), batch.labels, *task_, true);
-    // cross_entropy is the mean over counted tokens; weight it back by their number.
-    const double loss = cross_entropy(out.logits, batch.labels, kIgnoreIndex).value().item();
-    loss_sum += loss * static_cast<double>(tally.tokens - before);
-  }
-  EvalMetrics e;
-  e.step = step_;
-  e.tokens = tally.tokens;
-  e.loss = tally.tokens ? loss_sum / static_cast<double>(tally.tokens) : 0.0;
-  e.accuracy = tally.accuracy();
-  e.relations = task_->relations();
-  for (int64_t c : tally.relation_hits)
-    e.relation_accuracy.push_back(tally.tokens ? static_cast<double>(c) / tally.tokens : 0.0);
-  return e;
+void Trainer::share_resumed_state() {
+  if (comm_->size() == 1) return;
+  StateDict model = comm_->is_root() ? model_->state_dict() : StateDict{};
+  StateDict optimizer = comm_->is_root() ? optimizer_->state_dict() : StateDict{};
+  broadcast_state_dict(*comm_, 0, model);
+  broadcast_state_dict(*comm_, 0, optimizer);
+  int64_t steps[2] = {step_, last_checkpoint_};
+  double seconds[2] = {resumed_elapsed_, resumed_train_seconds_};
+  broadcast_values(*comm_, 0, std::span<int64_t>(steps));
+  broadcast_values(*comm_, 0, std::span<double>(seconds));
+  if (comm_->is_root()) return;
+  model_->load_state_dict(model);
+  optimizer_->load_state_dict(optimizer);
+  step_ = steps[0];
+  last_checkpoint_ = steps[1];
+  resumed_elapsed_ = seconds[0];
+  resumed_train_seconds_ = seconds[1];
 }
 
 void Trainer::check_finite_state(const StateDict& model, const StateDict& optimizer) const {
@@ -263,18 +201,20 @@ void Trainer::check_finite_state(const StateDict& model, const StateDict& optimi
 
 void Trainer::save(double elapsed, double train_seconds) {
   CheckpointData c;
-  c.step = step_;
   c.model = model_->state_dict();
   c.optimizer = optimizer_->state_dict();
-  check_finite_state(c.model, c.optimizer);
+  check_finite_state(c.model, c.optimizer);  // every rank alike: they hold the same state
+  last_checkpoint_ = step_;
+  if (!comm_->is_root()) return;  // rank 0 alone writes the run directory
+  c.step = step_;
   c.run_id = run_id();
-  c.rng_states["dropout"] = model_->dropout_rng().state_string();
   c.data_cursor = step_;
-  c.extra = {{"elapsed_seconds", elapsed}, {"train_seconds", train_seconds}};
+  c.extra = {{"elapsed_seconds", elapsed},
+             {"train_seconds", train_seconds},
+             {"world_size", comm_->size()}};
   c.resolved_config = to_toml(config_);
   c.config_hash = config_hash(config_);
   save_checkpoint(run_dir_, c, config_.train.keep_checkpoints);
-  last_checkpoint_ = step_;
 }
 
 // The bookkeeping of one session of run(): wall and step time (earlier sessions included) and
@@ -295,9 +235,13 @@ TrainResult Trainer::run(TrainObserver* observer) {
   const TrainConfig& t = config_.train;
   Session session{.resumed_elapsed = resumed_elapsed_, .train_seconds = resumed_train_seconds_};
 
-  create_directories(run_dir_);
-  write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
-  MetricsWriter metrics(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
+  // Rank 0 alone writes the run directory (the others' metrics are the same numbers).
+  std::optional<MetricsWriter> metrics;
+  if (comm_->is_root()) {
+    create_directories(run_dir_);
+    write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
+    metrics.emplace(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
+  }
 
   TrainResult result;
   result.run_dir = run_dir_;
@@ -309,11 +253,11 @@ TrainResult Trainer::run(TrainObserver* observer) {
     const double dt = seconds_since(t0);
     session.train_seconds += dt;
     session.interval_seconds += dt;
-    session.interval_tokens += t.batch_size * task_->seq_len();
+    session.interval_tokens += t.batch_size * t.grad_accum * comm_->size() * task_->seq_len();
     m.elapsed_seconds = session.elapsed();
     result.final_loss = m.loss;
-    after_step(m, session, metrics, obs, result);
-    if (step_ < t.steps && obs.should_stop()) {
+    after_step(m, session, metrics ? &*metrics : nullptr, obs, result);
+    if (step_ < t.steps && any_rank(*comm_, obs.should_stop())) {
       if (last_checkpoint_ != step_) checkpoint(session, obs);
       result.interrupted = true;
       result.steps = step_;
@@ -331,14 +275,17 @@ TrainResult Trainer::run(TrainObserver* observer) {
   result.wall_seconds = session.elapsed();
   result.steps_per_second =
       session.train_seconds > 0 ? static_cast<double>(step_) / session.train_seconds : 0.0;
-  result.steps_to_95 = first_step_reaching(metrics.evals(), 0.95);
-  write_summary(run_dir_, summary_to_json(result, config_, parameter_count()));
+  result.ranks = comm_->size();
+  if (metrics) {
+    result.steps_to_95 = first_step_reaching(metrics->evals(), 0.95);
+    write_summary(run_dir_, summary_to_json(result, config_, parameter_count()));
+  }
   return result;
 }
 
 // What is due after step_: the metrics row (every log_every steps), the evaluation (every
 // eval_every), the checkpoint (every checkpoint_every); each also at the last step.
-void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter& metrics,
+void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter* metrics,
                          TrainObserver& obs, TrainResult& result) {
   const TrainConfig& t = config_.train;
   auto due = [&](int64_t every) { return step_ == t.steps || (every > 0 && step_ % every == 0); };
@@ -347,14 +294,14 @@ void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter& metric
         session.interval_seconds > 0 ? session.interval_tokens / session.interval_seconds : 0.0;
     session.interval_seconds = 0;
     session.interval_tokens = 0;
-    metrics.write_step(m);
+    if (metrics) metrics->write_step(m);
     obs.on_log(m);
   }
   obs.on_step(m);
   if (due(t.eval_every)) {
     EvalMetrics e = evaluate();
     e.elapsed_seconds = session.elapsed();
-    metrics.write_eval(e);
+    if (metrics) metrics->write_eval(e);
     obs.on_eval(e);
     if (step_ == t.steps) result.final_eval = e;
   }

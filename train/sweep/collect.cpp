@@ -135,20 +135,37 @@ std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>&
   return csv;
 }
 
+namespace {
+
+// The report data of one run, from its directory.
+SweepRunData read_run_data(const SweepOutcome& o) {
+  SweepRunData d;
+  d.curves = read_curves(read_jsonl(o.run.dir / "metrics.jsonl"), {});
+  std::string error;
+  d.heads = read_json(o.run.dir / "heads.json", error);
+  d.has_report = fs::is_regular_file(o.run.dir / "report.html");
+  return d;
+}
+
+}  // namespace
+
 void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes) {
+  std::vector<SweepRunData> data;
+  try {
+    for (const SweepOutcome& o : outcomes) data.push_back(read_run_data(o));
+  } catch (const json::exception& e) {  // a hand-edited metrics.jsonl or heads.json
+    fail("sweep: the run files under '{}' are not as headlab writes them: {}",
+         spec.out_dir.string(), e.what());
+  }
+  write_sweep(spec, outcomes, data);
+}
+
+void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes,
+                 const std::vector<SweepRunData>& data) {
   fs::create_directories(spec.out_dir);
   const json doc = sweep_to_json(spec, outcomes);
   std::string report;
   try {
-    std::vector<SweepRunData> data;
-    for (const SweepOutcome& o : outcomes) {
-      SweepRunData d;
-      d.curves = read_curves(read_jsonl(o.run.dir / "metrics.jsonl"), {});
-      std::string error;
-      d.heads = read_json(o.run.dir / "heads.json", error);
-      d.has_report = fs::is_regular_file(o.run.dir / "report.html");
-      data.push_back(std::move(d));
-    }
     report = render_sweep_report(doc, data);
   } catch (const json::exception& e) {  // a hand-edited metrics.jsonl or heads.json
     fail("sweep: the run files under '{}' are not as headlab writes them: {}",
@@ -157,6 +174,41 @@ void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcome
   write_file_atomic(spec.out_dir / "sweep.json", doc.dump(2) + "\n");
   write_file_atomic(spec.out_dir / "sweep.csv", sweep_to_csv(spec, outcomes));
   write_file_atomic(spec.out_dir / "report.html", report);
+}
+
+json run_record(const SweepOutcome& o) {
+  std::string error;
+  json heads = read_json(o.run.dir / "heads.json", error);
+  return {{"ok", o.ok},
+          {"error", o.error},
+          {"eval_accuracy", o.eval_accuracy},
+          {"steps_to_95", o.steps_to_95 ? json(*o.steps_to_95) : json(nullptr)},
+          {"train_seconds", o.train_seconds},
+          {"s_match", o.s_match},
+          {"s_max", o.s_max},
+          {"n_claimed", o.n_claimed},
+          {"d_k", o.d_k},
+          {"metrics", read_jsonl(o.run.dir / "metrics.jsonl")},
+          {"heads", std::move(heads)},
+          {"has_report", fs::is_regular_file(o.run.dir / "report.html")}};
+}
+
+SweepOutcome outcome_from_record(const json& r, const SweepRun& run, SweepRunData& data) {
+  SweepOutcome o;
+  o.run = run;
+  o.ok = r.at("ok").get<bool>();
+  o.error = r.at("error").get<std::string>();
+  o.eval_accuracy = r.at("eval_accuracy").get<double>();
+  if (!r.at("steps_to_95").is_null()) o.steps_to_95 = r.at("steps_to_95").get<int64_t>();
+  o.train_seconds = r.at("train_seconds").get<double>();
+  o.s_match = r.at("s_match").get<double>();
+  o.s_max = r.at("s_max").get<double>();
+  o.n_claimed = r.at("n_claimed").get<int64_t>();
+  o.d_k = r.at("d_k").get<int64_t>();
+  data.curves = read_curves(r.at("metrics").get<std::vector<json>>(), {});
+  data.heads = r.at("heads");
+  data.has_report = r.at("has_report").get<bool>();
+  return o;
 }
 
 }  // namespace headlab

@@ -32,6 +32,8 @@
 
 namespace headlab {
 
+struct SweepRunData;  // train/report/report.h
+
 inline constexpr int64_t kMaxSeeds = 10000;
 inline constexpr int64_t kMaxRuns = 10000;
 inline constexpr size_t kMaxRunNameBytes = 100;
@@ -116,8 +118,19 @@ nlohmann::json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutco
 // values as values (plain_value).
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
 
-// Writes sweep.json, sweep.csv and report.html into out_dir. Throws headlab::Error on I/O
-// failure.
+// Writes sweep.json, sweep.csv and report.html into out_dir, the report's curves and heads read
+// from each run's directory. Throws headlab::Error on I/O failure.
 void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
+// The same with the runs' report data given (data[i] for outcomes[i]).
+void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes,
+                 const std::vector<SweepRunData>& data);
+
+// A finished run as one JSON document: its outcome and its report data (the rows of
+// metrics.jsonl, heads.json), read from its directory. How the ranks of a distributed sweep send
+// their runs to rank 0, so the sweep directory need not be on a shared filesystem.
+nlohmann::json run_record(const SweepOutcome& outcome);
+// Back from run_record(): the outcome of `run` (every figure as it was) and its report data.
+SweepOutcome outcome_from_record(const nlohmann::json& record, const SweepRun& run,
+                                 SweepRunData& data);
 
 }  // namespace headlab

@@ -188,14 +188,17 @@ void write_sentence(const Sentence& s, bool joint, int64_t colours,
 
 }  // namespace
 
-void DependencyTask::generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
-  if (batch_size < 1) fail("dependency task: batch_size is {} but expected >= 1", batch_size);
+void DependencyTask::generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                                        Batch& out) const {
+  if (count < 1) fail("dependency task: batch_size is {} but expected >= 1", count);
   if (index < 0) fail("dependency task: batch index is {} but expected >= 0", index);
-  out.resize(batch_size, kT, features_.size(), relations_.size());
-  Rng rng = Rng::derive(seed, static_cast<uint64_t>(index));
-  for (int64_t b = 0; b < batch_size; ++b)
+  if (first < 0) fail("dependency task: first sentence is {} but expected >= 0", first);
+  out.resize(count, kT, features_.size(), relations_.size());
+  for (int64_t b = 0; b < count; ++b) {
+    Rng rng = Rng::derive(seed, static_cast<uint64_t>(index), static_cast<uint64_t>(first + b));
     write_sentence(draw_sentence(rng, static_cast<uint64_t>(colours_)), joint_, colours_,
                    relations_, b * kT, out);
+  }
 }
 
 }  // namespace headlab

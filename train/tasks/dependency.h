@@ -16,7 +16,7 @@
 // "colour" (0..K-1, BOS 0; vocab K). "joint": one feature "token" = 1 + category*K + colour,
 // BOS = 0 (vocab 1 + 16K).
 //
-// Per sentence the generator draws, from Rng::derive(seed, index) shared by the whole batch, in
+// Sentence k of batch `index` is drawn from its own generator Rng::derive(seed, index, k), in
 // this order: the permutation (Fisher-Yates: for i = 15..1, swap slot i with slot below(i + 1)),
 // then the 16 colours below(K) in position order.
 
@@ -73,7 +73,8 @@ class DependencyTask final : public Task {
   int64_t num_classes() const override { return num_classes_; }
   const std::vector<FeatureSpec>& features() const override { return features_; }
   const std::vector<std::string>& relations() const override { return relation_names_; }
-  void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const override;
+  void generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                          Batch& out) const override;
   // Relation r is right when the predicted label's colour digit r is the gold one.
   bool relation_correct(int32_t predicted, int32_t gold, int relation) const override;
   // "BOS", or "<CATEGORY>:<colour>" ("SUBJ:2").

@@ -7,11 +7,13 @@
 // by name through the task registry (train/tasks/registry.h); the dependency task
 // (train/tasks/dependency.h) is the built-in one.
 //
-// Reproducibility: batch k of a stream with seed s is generated from Rng::derive(s, k) alone, so
-// a stream is a pure function of (seed, index). A training run's data cursor is therefore just
-// the number of batches consumed (save it, restore it, and the stream continues exactly);
-// evaluation uses a separate fixed seed and indices 0..n-1, so every evaluation sees the same
-// sentences.
+// Reproducibility: sentence k of batch `index` of a stream with seed s is a pure function of
+// (s, index, k), independent of the batch size and of which other sentences are generated with
+// it (the built-in task draws it from Rng::derive(s, index, k) alone). So a training run's data
+// cursor is just the number of batches consumed (save it, restore it, and the stream continues
+// exactly), and a step's global batch can be split into micro-batches and over ranks in any way:
+// each part generates its own range of sentences (docs/distributed.md). Evaluation uses a
+// separate fixed seed and indices 0..n-1, so every evaluation sees the same sentences.
 //
 // Usage:
 //   std::unique_ptr<Task> task = make_task(config.task);      // registry.h; throws on a bad
@@ -19,6 +21,7 @@
 //   Batch batch;                                               // reused: no allocation after
 //   for (int64_t step = cursor; step < steps; ++step) {        //   the first call
 //     task->generate(seed, step, batch_size, batch);           // training batch `step`
+//     task->generate_sentences(seed, step, first, n, batch);   // or sentences [first, first + n)
 //     ... batch.features[f] ([B*T] int32 ids), batch.labels ([B*T], kIgnoreIndex at BOS) ...
 //   }
 //   for (int64_t i = 0; i < eval_batches; ++i) task->generate(eval_seed, i, eval_bs, batch);
@@ -85,10 +88,16 @@ class Task {
   // Relation names, in the order of Batch::partners (and of the label's digits).
   virtual const std::vector<std::string>& relations() const = 0;
 
-  // Fills `out` with batch `index` of the stream `seed`: a pure function of (seed, index,
-  // batch_size). Reuses out's buffers (no allocation when the sizes are unchanged). Throws
-  // headlab::Error if batch_size < 1 or index < 0.
-  virtual void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const = 0;
+  // Fills `out` with sentences [first, first + count) of batch `index` of the stream `seed`, as
+  // out's rows 0..count-1. Sentence k must be a pure function of (seed, index, k): the same
+  // whatever `first` and `count` are (see the top). Reuses out's buffers (no allocation when the
+  // sizes are unchanged). Throws headlab::Error if count < 1, first < 0 or index < 0.
+  virtual void generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                                  Batch& out) const = 0;
+  // Sentences [0, batch_size) of batch `index`.
+  void generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
+    generate_sentences(seed, index, 0, batch_size, out);
+  }
 
   // Whether `predicted` gets relation `relation`'s part of the gold label `gold` right (both
   // in [0, num_classes)): what the per-relation ("component") accuracy of metrics.jsonl,

@@ -1,0 +1,318 @@
+// Data-parallel training and sweeps under mpirun on this host (docs/distributed.md): N ranks x
+// grad_accum A give the weights, optimizer state and metrics of one process x N A bit for bit;
+// a run resumes under mpirun, and with another split of its global batch, bit-identically; a
+// killed, failing or hung rank ends the job quickly with one line naming it; ranks that disagree
+// are refused at start-up; a sweep over ranks equals the one-process sweep. Small configs, few
+// steps: every case runs in seconds.
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/reliability/process.h"
+#include "tests/reliability/run_dir.h"
+
+using namespace headlab::testing;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kConfig = source_dir() / "tests" / "reliability" / "crash.toml";
+
+// ASAN_OPTIONS for the ranks under the sanitizers: the full unwinder, so LeakSanitizer's stacks
+// of Open MPI's own allocations reach the libraries scripts/sanitize/lsan.supp names.
+std::string asan_options(const std::string& more = "") {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  std::string o = asan ? std::string(asan) : std::string();
+  if (!o.empty()) o += ":fast_unwind_on_malloc=0";
+  if (!more.empty()) o += (o.empty() ? "" : ":") + more;
+  return o;
+}
+
+// mpirun as the tests run it: as root if need be, 4 ranks on 2 cores (oversubscribed, unbound),
+// and no single-copy transfers between ranks (containers often forbid the ptrace they need).
+RunOptions mpirun_options(std::vector<std::string> env = {}) {
+  RunOptions o;
+  o.program = HEADLAB_MPIEXEC;
+  o.timeout_seconds = 300;
+  env.insert(env.end(), {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                         "OMPI_MCA_btl_vader_single_copy_mechanism=none"});
+  if (std::getenv("ASAN_OPTIONS")) env.push_back("ASAN_OPTIONS=" + asan_options());
+  o.env = env;
+  return o;
+}
+
+std::vector<std::string> ranks_of(int n) {
+  return {"--oversubscribe", "--bind-to", "none", "-np", std::to_string(n)};
+}
+
+// `headlab train` of the test config into `out`, with `sets` (KEY=VALUE each).
+std::vector<std::string> train_args(const fs::path& out, const std::vector<std::string>& sets,
+                                    bool resume = false) {
+  std::vector<std::string> a = {HEADLAB_CLI,  "train",         kConfig.string(), "--out",
+                                out.string(), "--no-progress", "--no-analysis"};
+  if (resume) a.push_back("--resume");
+  for (const std::string& s : sets) a.insert(a.end(), {"--set", s});
+  return a;
+}
+
+RunResult mpirun(int ranks, const std::vector<std::string>& command,
+                 RunOptions o = mpirun_options()) {
+  std::vector<std::string> args = ranks_of(ranks);
+  args.insert(args.end(), command.begin(), command.end());
+  return run_cli(args, o);
+}
+
+RunResult alone(const std::vector<std::string>& command) {
+  return run_cli(std::vector<std::string>(command.begin() + 1, command.end()));
+}
+
+// The final checkpoint's tensor files, the metrics without timing and the summary's figures.
+struct Outcome {
+  std::string model, optimizer, metrics, figures;
+};
+
+Outcome outcome(const fs::path& run) {
+  const fs::path dir = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
+  const json s = json::parse(read_bytes(run / "summary.json"));
+  return {read_bytes(dir / "model.safetensors"), read_bytes(dir / "optimizer.safetensors"),
+          metrics_without_timing(run / "metrics.jsonl"),
+          s["eval_loss"].dump() + " " + s["eval_accuracy"].dump() + " " + s["final_loss"].dump() +
+              " " + s["global_batch"].dump()};
+}
+
+void check_same(const Outcome& got, const Outcome& want, const std::string& what) {
+  CHECK_MESSAGE(got.model == want.model, what << ": model.safetensors differs");
+  CHECK_MESSAGE(got.optimizer == want.optimizer, what << ": optimizer.safetensors differs");
+  CHECK_MESSAGE(got.metrics == want.metrics, what << ": metrics differ:\n"
+                                                  << got.metrics << "\nexpected:\n"
+                                                  << want.metrics);
+  CHECK_MESSAGE(got.figures == want.figures,
+                what << ": summary " << got.figures << " vs " << want.figures);
+}
+
+int count_error_lines(const RunResult& r) {
+  int n = 0;
+  for (const std::string& line : r.err_lines()) n += line.rfind("headlab: error:", 0) == 0;
+  return n;
+}
+
+// The pid of rank `rank` among the processes started with HEADLAB_TEST_TAG=tag, or -1.
+pid_t find_rank(const std::string& tag, int rank) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (env.find("HEADLAB_TEST_TAG=" + tag + '\0') != std::string::npos &&
+        env.find(fmt::format("OMPI_COMM_WORLD_RANK={}", rank) + '\0') != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+size_t lines_in(const fs::path& file) {
+  std::ifstream in(file);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// Starts a long 2-rank run, waits until it has trained a few steps, does `act` to rank `rank`'s
+// pid, and returns the run with the seconds from `act` to mpirun's end.
+RunResult act_on_rank_during_training(const fs::path& out, int rank, int signal_number,
+                                      const std::vector<std::string>& sets, double& seconds_after) {
+  const std::string tag = fmt::format("{}-{}", ::getpid(), out.filename().string());
+  RunResult r;
+  std::thread job(
+      [&] { r = mpirun(2, train_args(out, sets), mpirun_options({"HEADLAB_TEST_TAG=" + tag})); });
+  pid_t pid = -1;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(120)) {
+    if ((pid = find_rank(tag, rank)) > 0 && lines_in(out / "metrics.jsonl") >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto acted = std::chrono::steady_clock::now();
+  if (pid > 0) ::kill(pid, signal_number);
+  job.join();
+  seconds_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - acted).count();
+  REQUIRE_MESSAGE(pid > 0, "rank " << rank << " never showed up: " << r.describe());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("dist: N ranks x grad_accum A equal one process x N*A bit for bit (N = 2, 4)") {
+  TempDir tmp("dist-identity");
+  const std::vector<std::string> common = {"train.steps=12", "train.batch_size=8",
+                                           "train.eval_every=6", "schedule.warmup_steps=3"};
+  struct Split {
+    int ranks, accum;
+  };
+  for (int m : {2, 4}) {
+    std::vector<std::string> sets = common;
+    sets.push_back(fmt::format("train.grad_accum={}", m));
+    const fs::path one = tmp / fmt::format("one-x{}", m);
+    const RunResult ref = alone(train_args(one, sets));
+    REQUIRE_MESSAGE(ref.exit_code == 0, ref.describe());
+    const Outcome want = outcome(one);
+    const std::vector<Split> splits =
+        m == 2 ? std::vector<Split>{{2, 1}} : std::vector<Split>{{4, 1}, {2, 2}};
+    for (const Split& s : splits) {
+      const std::string what =
+          fmt::format("{} ranks x {} vs one process x {}", s.ranks, s.accum, m);
+      CAPTURE(what);
+      std::vector<std::string> split_sets = common;
+      split_sets.push_back(fmt::format("train.grad_accum={}", s.accum));
+      const fs::path run = tmp / fmt::format("np{}-x{}", s.ranks, s.accum);
+      const RunResult r = mpirun(s.ranks, train_args(run, split_sets));
+      REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+      check_same(outcome(run), want, what);
+      CHECK(json::parse(read_bytes(run / "summary.json"))["ranks"] == s.ranks);
+    }
+  }
+}
+
+TEST_CASE("dist: resume under mpirun after rank 0 died in a checkpoint, and with another split") {
+  TempDir tmp("dist-resume");
+  const std::vector<std::string> sets = {"train.steps=20", "train.checkpoint_every=5",
+                                         "train.eval_every=10", "schedule.warmup_steps=3"};
+  const fs::path straight = tmp / "straight";
+  const RunResult s = mpirun(2, train_args(straight, sets));
+  REQUIRE_MESSAGE(s.exit_code == 0, s.describe());
+  const Outcome want = outcome(straight);
+
+  // Rank 0 is killed (SIGKILL) at its 9th rename, inside the second checkpoint's write (as
+  // train.steps=20 counts them: the run directory's files take the first ones): the job ends,
+  // the last complete checkpoint stays `latest`.
+  const fs::path run = tmp / "crashed";
+  std::vector<std::string> crash = ranks_of(1);
+  crash.insert(crash.end(), {"-x", std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM, "-x",
+                             "HEADLAB_KILL_AT=rename:9", "-x",
+                             "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")});
+  for (const std::string& a : train_args(run, sets)) crash.push_back(a);
+  crash.push_back(":");
+  crash.insert(crash.end(), {"-np", "1"});
+  for (const std::string& a : train_args(run, sets)) crash.push_back(a);
+  const RunResult c = run_cli(crash, mpirun_options());
+  REQUIRE_MESSAGE(c.exit_code != 0, c.describe());
+  CHECK_MESSAGE(c.err.find("rank 0") != std::string::npos, c.describe());
+  const std::string latest = fs::read_symlink(run / "checkpoints" / "latest").string();
+  CHECK_MESSAGE(latest < "step-000020", latest);
+  copy_tree(run, tmp / "crashed-copy");
+
+  const RunResult r = mpirun(2, train_args(run, sets, true));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+  check_same(outcome(run), want, "2 ranks resumed by 2 ranks");
+
+  // The same global batch of 32 as one process x 2 micro-batches: the same computation.
+  std::vector<std::string> accum = sets;
+  accum.push_back("train.grad_accum=2");
+  const RunResult a = alone(train_args(tmp / "crashed-copy", accum, true));
+  REQUIRE_MESSAGE(a.exit_code == 0, a.describe());
+  check_same(outcome(tmp / "crashed-copy"), want, "2 ranks resumed by one process x 2");
+
+  // Another global batch is another run: refused, once, naming both.
+  const RunResult refused = mpirun(2, train_args(run, accum, true));
+  CHECK(refused.exit_code == 2);
+  CHECK_MESSAGE(count_error_lines(refused) == 1, refused.describe());
+  CHECK_MESSAGE(
+      refused.err.find("the global batch: 32 (checkpoint) vs 64 (config) (train.grad_accum: 1 "
+                       "(checkpoint) vs 2 (config))") != std::string::npos,
+      refused.describe());
+}
+
+TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one line naming it") {
+  TempDir tmp("dist-failure");
+  const std::vector<std::string> endless = {"train.steps=1000000", "schedule.warmup_steps=3",
+                                            "train.eval_every=0", "train.checkpoint_every=0"};
+  double after = 0;
+  const RunResult killed = act_on_rank_during_training(tmp / "killed", 1, SIGKILL, endless, after);
+  CHECK_MESSAGE(killed.exit_code != 0, killed.describe());
+  CHECK_MESSAGE(after < 30, after << " s after the kill\n" << killed.describe());
+  CHECK_MESSAGE(killed.err.find("rank 1") != std::string::npos, killed.describe());
+  CHECK_MESSAGE(killed.err.find("signal 9") != std::string::npos, killed.describe());
+
+  std::vector<std::string> hang = endless;
+  hang.push_back("runtime.dist_timeout=2");
+  const RunResult hung = act_on_rank_during_training(tmp / "hung", 1, SIGSTOP, hang, after);
+  CHECK(hung.exit_code == 2);
+  CHECK_MESSAGE(after < 30, after << " s after the stop\n" << hung.describe());
+  CHECK_MESSAGE(count_error_lines(hung) == 1, hung.describe());
+  CHECK_MESSAGE(hung.err.find("headlab: error: train: rank 0: waited 2 s (runtime.dist_timeout)") !=
+                    std::string::npos,
+                hung.describe());
+
+  // Rank 0's disk fails in a checkpoint (its 6th rename: the first checkpoint's directory, after
+  // the run directory's own files): its error, named, ends rank 1 too.
+  const fs::path failed = tmp / "failed";
+  std::vector<std::string> args = ranks_of(1);
+  args.insert(args.end(), {"-x", std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM, "-x",
+                           "HEADLAB_KILL_AT=rename:6:fail", "-x",
+                           "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")});
+  const std::vector<std::string> every = {"train.steps=1000000", "train.checkpoint_every=2"};
+  for (const std::string& a : train_args(failed, every)) args.push_back(a);
+  args.insert(args.end(), {":", "-np", "1"});
+  for (const std::string& a : train_args(failed, every)) args.push_back(a);
+  const RunResult f = run_cli(args, mpirun_options());
+  CHECK(f.exit_code == 2);
+  CHECK_MESSAGE(count_error_lines(f) == 1, f.describe());
+  CHECK_MESSAGE(f.err.find("headlab: error: train: rank 0: cannot rename") != std::string::npos,
+                f.describe());
+  CHECK(f.seconds < 60);
+}
+
+TEST_CASE("dist: ranks with different configs are refused at start-up, once") {
+  TempDir tmp("dist-mismatch");
+  std::vector<std::string> args = ranks_of(1);
+  for (const std::string& a : train_args(tmp / "run", {})) args.push_back(a);
+  args.insert(args.end(), {":", "-np", "1"});
+  for (const std::string& a : train_args(tmp / "run", {"model.heads=8"})) args.push_back(a);
+  const RunResult r = run_cli(args, mpirun_options());
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(count_error_lines(r) == 1, r.describe());
+  CHECK_MESSAGE(r.err.find("rank 1 differs from rank 0 in the resolved config: 'heads = 8' here, "
+                           "'heads = 4' on rank 0") != std::string::npos,
+                r.describe());
+  CHECK_FALSE(fs::exists(tmp / "run" / "metrics.jsonl"));
+}
+
+TEST_CASE("dist: a sweep over 2 ranks writes what the one-process sweep writes") {
+  TempDir tmp("dist-sweep");
+  const std::vector<std::string> sweep = {
+      "sweep", kConfig.string(), "--over", "model.heads=1,2,4",       "--seeds",      "1",
+      "--set", "train.steps=20", "--set",  "schedule.warmup_steps=3", "--no-progress"};
+  std::vector<std::string> one = sweep, two = {HEADLAB_CLI};
+  one.insert(one.end(), {"--out", (tmp / "one").string()});
+  two.insert(two.end(), sweep.begin(), sweep.end());
+  two.insert(two.end(), {"--out", (tmp / "two").string()});
+  const RunResult a = run_cli(one);
+  REQUIRE_MESSAGE(a.exit_code == 0, a.describe());
+  const RunResult b = mpirun(2, two);
+  REQUIRE_MESSAGE(b.exit_code == 0, b.describe());
+  auto runs = [](const fs::path& dir) {
+    json doc = json::parse(read_bytes(dir / "sweep.json"));
+    for (json& r : doc["runs"]) r.erase("train_seconds");
+    return doc.dump(1);
+  };
+  CHECK(runs(tmp / "two") == runs(tmp / "one"));
+  CHECK(fs::file_size(tmp / "two" / "report.html") > 1000);
+  CHECK(b.out.find("wrote ") != std::string::npos);
+  for (const char* run : {"heads-1_seed-1", "heads-2_seed-1", "heads-4_seed-1"}) {
+    CAPTURE(run);  // each run trained alone, not as a rank of the job
+    CHECK(json::parse(read_bytes(tmp / "two" / run / "summary.json"))["ranks"] == 1);
+  }
+}

@@ -1,0 +1,138 @@
+// The canonical gradient reduction (train/dist/reduce.h): every split of a step's M micro-batches
+// over ranks (ranks x grad_accum = M) gives bit-identical gradients, equal to the fold in
+// micro-batch order written out here; one micro-batch is left untouched. Ranks are threads
+// (tests/train/thread_comm.h), so this runs without MPI.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/rng.h"
+#include "tests/train/thread_comm.h"
+#include "train/dist/reduce.h"
+
+using namespace headlab;
+using headlab::testing::run_ranks;
+
+namespace {
+
+// Two buffers, the second crossing chunk boundaries of the chain at every rank count.
+const std::vector<int64_t> kSizes = {7, GradientReducer::kMinChunk * 5 + 45};
+
+struct MicroBatch {
+  std::vector<std::vector<float>> grads;  // per buffer
+  int64_t tokens = 0;
+};
+
+// Gradients of widely different magnitudes and signs, with exact and signed zeros.
+std::vector<MicroBatch> make_micro_batches(int64_t m) {
+  Rng rng(20240607);
+  std::vector<MicroBatch> out(static_cast<size_t>(m));
+  for (int64_t k = 0; k < m; ++k) {
+    MicroBatch& mb = out[static_cast<size_t>(k)];
+    mb.tokens = 13 + static_cast<int64_t>(rng.below(8));
+    for (int64_t size : kSizes) {
+      std::vector<float> g(static_cast<size_t>(size));
+      for (float& v : g) {
+        const uint64_t kind = rng.below(10);
+        v = kind == 0   ? 0.0f
+            : kind == 1 ? -0.0f
+                        : rng.normal() * std::ldexp(1.0f, static_cast<int>(rng.below(40)) - 20);
+      }
+      mb.grads.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+std::vector<std::span<float>> spans(std::vector<std::vector<float>>& buffers) {
+  std::vector<std::span<float>> s;
+  for (auto& b : buffers) s.emplace_back(b);
+  return s;
+}
+
+// Runs the reduction with `ranks` ranks of `accum` micro-batches each; rank 0's result.
+std::vector<std::vector<float>> reduce_split(const std::vector<MicroBatch>& mbs, int ranks,
+                                             int64_t accum) {
+  std::vector<std::vector<std::vector<float>>> results(static_cast<size_t>(ranks));
+  int64_t total = 0;
+  for (const MicroBatch& mb : mbs) total += mb.tokens;
+  run_ranks(ranks, [&](Comm& comm) {
+    GradientReducer reduce(comm, accum, kSizes);
+    std::vector<std::vector<float>> grads;
+    for (int64_t a = 0; a < accum; ++a) {
+      const MicroBatch& mb = mbs[static_cast<size_t>(comm.rank() * accum + a)];
+      grads = mb.grads;  // "computed fresh" into the parameters' buffers
+      reduce.add(spans(grads), mb.tokens);
+    }
+    reduce.finish(spans(grads), total);
+    results[static_cast<size_t>(comm.rank())] = grads;
+  });
+  for (int r = 1; r < ranks; ++r) REQUIRE(results[static_cast<size_t>(r)] == results[0]);
+  return results[0];
+}
+
+bool bitwise_equal(const std::vector<std::vector<float>>& a,
+                   const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].size() != b[i].size() ||
+        std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("train: gradient reduction is bit-identical for every split of the micro-batches") {
+  for (int64_t m : {4, 6}) {
+    CAPTURE(m);
+    const std::vector<MicroBatch> mbs = make_micro_batches(m);
+    // The definition, written out: S_0 = n_0 g_0, S_k = S_{k-1} + n_k g_k, G = S / sum n.
+    std::vector<std::vector<float>> expected = mbs[0].grads;
+    int64_t total = 0;
+    for (const MicroBatch& mb : mbs) total += mb.tokens;
+    for (size_t b = 0; b < kSizes.size(); ++b)
+      for (size_t i = 0; i < expected[b].size(); ++i) {
+        float s = static_cast<float>(mbs[0].tokens) * mbs[0].grads[b][i];
+        for (size_t k = 1; k < mbs.size(); ++k) {
+          const float t = static_cast<float>(mbs[k].tokens) * mbs[k].grads[b][i];
+          s = s + t;
+        }
+        expected[b][i] = s / static_cast<float>(total);
+      }
+    CHECK(bitwise_equal(reduce_split(mbs, 1, m), expected));  // one process, grad_accum = M
+    for (int ranks = 2; ranks <= m; ++ranks) {
+      if (m % ranks != 0) continue;
+      CAPTURE(ranks);
+      CHECK(bitwise_equal(reduce_split(mbs, ranks, m / ranks), expected));
+    }
+  }
+}
+
+TEST_CASE("train: gradient reduction of a single micro-batch leaves the gradient untouched") {
+  std::vector<MicroBatch> mbs = make_micro_batches(1);
+  std::vector<std::vector<float>> grads = mbs[0].grads;
+  LocalComm comm;
+  GradientReducer reduce(comm, 1, kSizes);
+  CHECK_FALSE(reduce.active());
+  reduce.add(spans(grads), 3);
+  reduce.finish(spans(grads), 3);
+  CHECK(bitwise_equal(grads, mbs[0].grads));
+}
+
+TEST_CASE("train: comm string helpers gather and broadcast strings of any length") {
+  run_ranks(3, [](Comm& comm) {
+    const std::string mine(static_cast<size_t>(comm.rank() * 5),
+                           static_cast<char>('a' + comm.rank()));
+    const std::vector<std::string> all = allgather_strings(comm, mine);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0].empty());
+    CHECK(all[1] == "bbbbb");
+    CHECK(all[2] == std::string(10, 'c'));
+    CHECK(broadcast_string(comm, 2, comm.rank() == 2 ? "from two" : "") == "from two");
+  });
+}

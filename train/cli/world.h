@@ -1,0 +1,33 @@
+#pragma once
+// The CLI's distributed world (train/dist/world.h): opened by main() before any command runs,
+// one rank of one when headlab was not started by mpirun.
+
+#include <memory>
+#include <string>
+
+#include "train/dist/comm.h"
+
+namespace headlab {
+struct Config;
+}
+
+namespace headlab::cli {
+
+// The world main() opened.
+Comm& world();
+void set_world(std::unique_ptr<Comm> comm);
+// Whether this process speaks for the job on stdout and stderr (rank 0; every process alone).
+inline bool speaks_for_job() {
+  return world().is_root();
+}
+
+// "headlab <version>", the build ID, the loaded plugins (path and SHA-256), the registered layers
+// and tasks and the CPU's kernels: what must be the same on every rank for their numbers to be.
+std::string build_fingerprint();
+
+// Start-up check of a distributed command: the same resolved config (`config_text`) and the
+// same build on every rank; else every rank throws CollectiveError naming the first rank that
+// differs and how. Sets the world's timeout from runtime.dist_timeout. Nothing alone.
+void check_ranks_agree(const Config& config);
+
+}  // namespace headlab::cli

@@ -1,0 +1,47 @@
+#include "train/dist/comm.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace headlab {
+
+void LocalComm::send(int to, std::span<const std::byte>) {
+  throw InternalError(fmt::format("comm: send to rank {} in a process that runs alone", to));
+}
+
+void LocalComm::recv(int from, std::span<std::byte>) {
+  throw InternalError(fmt::format("comm: recv from rank {} in a process that runs alone", from));
+}
+
+void LocalComm::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
+  HEADLAB_ASSERT(all.size() == mine.size());
+  if (!mine.empty()) std::memcpy(all.data(), mine.data(), mine.size());
+}
+
+std::vector<std::string> allgather_strings(Comm& comm, const std::string& mine) {
+  const int n = comm.size();
+  std::vector<uint64_t> sizes(static_cast<size_t>(n));
+  const uint64_t my_size = mine.size();
+  comm.allgather(std::as_bytes(std::span(&my_size, 1)), bytes_of(std::span(sizes)));
+  uint64_t longest = 0;
+  for (uint64_t s : sizes) longest = std::max(longest, s);
+  // Padded to the longest, so one fixed-size allgather carries them all.
+  std::string padded = mine;
+  padded.resize(longest);
+  std::string all(longest * static_cast<size_t>(n), '\0');
+  comm.allgather(std::as_bytes(std::span(padded)), std::as_writable_bytes(std::span(all)));
+  std::vector<std::string> out;
+  for (int r = 0; r < n; ++r) out.push_back(all.substr(r * longest, sizes[r]));
+  return out;
+}
+
+std::string broadcast_string(Comm& comm, int root, std::string text) {
+  uint64_t size = text.size();
+  comm.broadcast(root, std::as_writable_bytes(std::span(&size, 1)));
+  text.resize(size);
+  comm.broadcast(root, std::as_writable_bytes(std::span(text)));
+  return text;
+}
+
+}  // namespace headlab

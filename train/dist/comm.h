@@ -1,0 +1,75 @@
+#pragma once
+// Comm: how the ranks of a data-parallel job talk, as the trainer, the sweep and the benchmark
+// see it. The library codes against this interface only; the CLI opens the world
+// (train/dist/world.h): Open MPI's when the process was started by mpirun and headlab was built
+// with MPI, else a LocalComm of one rank. Nothing here reduces numbers: every sum over ranks is
+// done by headlab itself in a fixed order (train/dist/reduce.h), so the result does not depend
+// on the MPI library's choice of algorithm.
+//
+// Every call is collective in the MPI sense (each rank makes the same calls in the same order)
+// except send/recv, which pair up. A call that cannot complete (a peer died or hung) throws
+// headlab::Error naming the peer and what it waited for, after the timeout; the CLI
+// then ends the whole job (docs/distributed.md, "Failure").
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace headlab {
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "Open MPI v4.1.4, 2 ranks" or "one process"; for logs and `headlab info`.
+  virtual std::string describe() const = 0;
+  // Seconds a call may wait for a peer before it throws (default 300).
+  virtual void set_timeout(double seconds) = 0;
+
+  // Blocking point to point: messages from one rank to another arrive in the order sent, and a
+  // recv must name the exact size sent.
+  virtual void send(int to, std::span<const std::byte> data) = 0;
+  virtual void recv(int from, std::span<std::byte> data) = 0;
+  // root's `data` to every rank (every rank passes a buffer of the same size).
+  virtual void broadcast(int root, std::span<std::byte> data) = 0;
+  // Every rank's `mine` (the same size on every rank) into `all`, in rank order:
+  // all[r * mine.size() ..] is rank r's.
+  virtual void allgather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
+
+  bool is_root() const { return rank() == 0; }
+};
+
+// The world of a process that runs alone: rank 0 of 1. send and recv have no peer to talk to
+// and are internal errors; broadcast does nothing and allgather copies.
+class LocalComm final : public Comm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string describe() const override { return "one process"; }
+  void set_timeout(double) override {}
+  void send(int to, std::span<const std::byte> data) override;
+  void recv(int from, std::span<std::byte> data) override;
+  void broadcast(int, std::span<std::byte>) override {}
+  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
+};
+
+// Typed helpers over the byte calls.
+template <class T>
+std::span<const std::byte> bytes_of(std::span<const T> s) {
+  return std::as_bytes(s);
+}
+template <class T>
+std::span<std::byte> bytes_of(std::span<T> s) {
+  return std::as_writable_bytes(s);
+}
+
+// Every rank's string, in rank order (strings may differ in length).
+std::vector<std::string> allgather_strings(Comm& comm, const std::string& mine);
+// root's string on every rank.
+std::string broadcast_string(Comm& comm, int root, std::string text);
+
+}  // namespace headlab

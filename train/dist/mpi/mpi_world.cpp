@@ -1,0 +1,163 @@
+// The world through Open MPI (train/dist/world.h). Every call is non-blocking underneath and
+// waited for with a deadline (runtime.dist_timeout), so a rank whose peer hung reports it
+// instead of waiting forever; a peer that died is noticed by mpirun, which ends the job.
+
+#include <mpi.h>
+
+#include <sched.h>
+#include <time.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "train/dist/world.h"
+
+namespace headlab {
+namespace {
+
+bool we_initialised = false;
+
+std::string error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("error {}", code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+class MpiComm final : public Comm {
+ public:
+  MpiComm() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors come back to us
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string describe() const override {
+    return fmt::format("{}, {} ranks", mpi_library(), size_);
+  }
+  void set_timeout(double seconds) override { timeout_ = seconds; }
+
+  void send(int to, std::span<const std::byte> data) override {
+    for (size_t off = 0; off < data.size() || off == 0; off += kPiece) {
+      const int n = piece(data.size(), off);
+      MPI_Request r;
+      check(MPI_Isend(data.data() + off, n, MPI_BYTE, to, 0, MPI_COMM_WORLD, &r), "send", to);
+      wait(r, fmt::format("rank {} to take a message", to));
+      if (data.empty()) break;
+    }
+  }
+  void recv(int from, std::span<std::byte> data) override {
+    for (size_t off = 0; off < data.size() || off == 0; off += kPiece) {
+      const int n = piece(data.size(), off);
+      MPI_Request r;
+      check(MPI_Irecv(data.data() + off, n, MPI_BYTE, from, 0, MPI_COMM_WORLD, &r), "recv", from);
+      wait(r, fmt::format("a message from rank {}", from));
+      if (data.empty()) break;
+    }
+  }
+  void broadcast(int root, std::span<std::byte> data) override {
+    for (size_t off = 0; off < data.size(); off += kPiece) {
+      MPI_Request r;
+      check(MPI_Ibcast(data.data() + off, piece(data.size(), off), MPI_BYTE, root, MPI_COMM_WORLD,
+                       &r),
+            "broadcast", root);
+      wait(r, fmt::format("a broadcast from rank {}", root));
+    }
+  }
+  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override {
+    if (mine.size() > static_cast<size_t>(INT_MAX))
+      fail("allgather of {} bytes is over MPI's limit", mine.size());
+    const int n = static_cast<int>(mine.size());
+    MPI_Request r;
+    check(MPI_Iallgather(mine.data(), n, MPI_BYTE, all.data(), n, MPI_BYTE, MPI_COMM_WORLD, &r),
+          "allgather", -1);
+    wait(r, "every rank to join an exchange");
+  }
+
+ private:
+  static constexpr size_t kPiece = size_t{1} << 30;  // bytes per MPI call (counts are int)
+
+  static int piece(size_t size, size_t off) {
+    return static_cast<int>(std::min(kPiece, size - std::min(size, off)));
+  }
+
+  void check(int code, const char* call, int peer) const {
+    if (code != MPI_SUCCESS)
+      fail("MPI {} {}failed: {}", call,
+           peer >= 0 ? fmt::format("with rank {} ", peer) : std::string(), error_text(code));
+  }
+
+  // Tests `r` until it completes: spinning for the first millisecond (a transfer between ranks
+  // that are in step takes about that; Open MPI moves a large message only inside MPI calls, so
+  // a rank that slept between tests would slow every transfer down), then yielding the core
+  // between tests, as Open MPI's blocking calls do when ranks share cores, while it waits for
+  // a rank that is behind. Throws after timeout_ seconds.
+  void wait(MPI_Request& r, const std::string& what) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    bool patient = false;  // past the first millisecond: yield between tests
+    for (long tests = 1;; ++tests) {
+      int done = 0;
+      check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "test", -1);
+      if (done) return;
+      if (patient) sched_yield();
+      if (tests % 256 != 0) continue;
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      patient = waited > 1e-3;
+      if (waited > timeout_)
+        fail("waited {:.0f} s (runtime.dist_timeout) for {}: a rank hung or is far behind",
+             timeout_, what);
+    }
+  }
+
+  int rank_ = 0, size_ = 1;
+  double timeout_ = 300;
+};
+
+}  // namespace
+
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "MPI";
+  std::string v(text, static_cast<size_t>(length));
+  const size_t end = v.find_first_of(",\n");
+  return end == std::string::npos ? v : v.substr(0, end);
+}
+
+std::unique_ptr<Comm> open_world() {
+  if (!launched_by_mpi()) return std::make_unique<LocalComm>();
+  int provided = 0;
+  const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  if (code != MPI_SUCCESS) fail("MPI_Init failed: {}", error_text(code));
+  we_initialised = true;
+  return std::make_unique<MpiComm>();
+}
+
+void close_world() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (we_initialised && !finalized) MPI_Finalize();
+}
+
+void abort_world(int code) {
+  std::fflush(nullptr);
+  if (we_initialised) {
+    // mpirun forwards a rank's stderr asynchronously and stops forwarding when the abort
+    // reaches it: give the error line just printed a moment to get through first.
+    const timespec pause{0, 200'000'000};
+    nanosleep(&pause, nullptr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  std::_Exit(code);
+}
+
+}  // namespace headlab

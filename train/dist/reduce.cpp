@@ -1,0 +1,119 @@
+// Compiled with -ffp-contract=off (CMakeLists.txt): `s + n * g` must stay a rounded product then
+// a rounded sum, in the loop that folds micro-batches in one process and in the one that scales
+// them on a rank, or the two paths would differ in the last bit where a compiler fuses an FMA.
+
+#include "train/dist/reduce.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace headlab {
+namespace {
+
+using Grads = std::span<const std::span<float>>;
+
+// flat = n * g, buffer after buffer.
+void scale_into(Grads grads, float n, float* flat) {
+  for (const std::span<float> g : grads) {
+    for (size_t i = 0; i < g.size(); ++i) flat[i] = n * g[i];
+    flat += g.size();
+  }
+}
+
+// flat = flat + n * g.
+void add_scaled_into(Grads grads, float n, float* flat) {
+  for (const std::span<float> g : grads) {
+    for (size_t i = 0; i < g.size(); ++i) flat[i] = flat[i] + n * g[i];
+    flat += g.size();
+  }
+}
+
+void add_into(const float* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] + src[i];
+}
+
+// g = flat / d.
+void divide_out(const float* flat, float d, Grads grads) {
+  for (const std::span<float> g : grads) {
+    for (size_t i = 0; i < g.size(); ++i) g[i] = flat[i] / d;
+    flat += g.size();
+  }
+}
+
+void copy_out(const float* flat, Grads grads) {
+  for (const std::span<float> g : grads) {
+    std::copy(flat, flat + g.size(), g.begin());
+    flat += g.size();
+  }
+}
+
+}  // namespace
+
+GradientReducer::GradientReducer(Comm& comm, int64_t local_micro_batches,
+                                 std::vector<int64_t> sizes)
+    : comm_(comm),
+      local_(local_micro_batches),
+      micro_batches_(local_micro_batches * comm.size()),
+      sizes_(std::move(sizes)) {
+  HEADLAB_ASSERT(local_ >= 1);
+  for (int64_t s : sizes_) total_ += s;
+  chunk_ = std::clamp((total_ + comm.size() - 1) / comm.size(), kMinChunk, kMaxChunk);
+  if (!active()) return;
+  sum_.resize(static_cast<size_t>(total_));
+  if (comm_.rank() > 0)
+    slots_.assign(static_cast<size_t>(local_), std::vector<float>(static_cast<size_t>(total_)));
+}
+
+void GradientReducer::add(Grads grads, int64_t tokens) {
+  HEADLAB_ASSERT(added_ < local_ && grads.size() == sizes_.size());
+  for (size_t i = 0; i < sizes_.size(); ++i)
+    HEADLAB_ASSERT(static_cast<int64_t>(grads[i].size()) == sizes_[i]);
+  const auto n = static_cast<float>(tokens);
+  if (active()) {
+    if (comm_.rank() > 0)
+      scale_into(grads, n, slots_[static_cast<size_t>(added_)].data());  // until S arrives
+    else if (added_ == 0)
+      scale_into(grads, n, sum_.data());  // S_0
+    else
+      add_scaled_into(grads, n, sum_.data());
+  }
+  ++added_;
+}
+
+// S through the ranks in rank order, one chunk at a time: rank r receives S (over the
+// micro-batches of ranks 0..r-1) from r - 1, adds its own in order and passes it on.
+void GradientReducer::chain() {
+  const int r = comm_.rank(), n = comm_.size();
+  for (int64_t off = 0; off < total_; off += chunk_) {
+    const int64_t len = std::min(chunk_, total_ - off);
+    const std::span<float> chunk(sum_.data() + off, static_cast<size_t>(len));
+    if (r > 0) {
+      comm_.recv(r - 1, bytes_of(chunk));
+      for (const std::vector<float>& slot : slots_) add_into(slot.data() + off, chunk.data(), len);
+    }
+    if (r < n - 1) comm_.send(r + 1, bytes_of(std::span<const float>(chunk)));
+  }
+}
+
+void GradientReducer::finish(Grads grads, int64_t total_tokens) {
+  HEADLAB_ASSERT(added_ == local_ && total_tokens > 0);
+  added_ = 0;
+  if (!active()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto d = static_cast<float>(total_tokens);
+  if (comm_.size() == 1) {
+    divide_out(sum_.data(), d, grads);
+  } else {
+    chain();
+    const int last = comm_.size() - 1;
+    if (comm_.rank() == last)
+      for (float& v : sum_) v = v / d;
+    comm_.broadcast(last, bytes_of(std::span(sum_)));
+    copy_out(sum_.data(), grads);
+  }
+  last_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace headlab
