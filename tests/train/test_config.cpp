@@ -317,7 +317,7 @@ TEST_CASE("train: config shape differences list what a checkpoint cannot load in
   CHECK(shape_differences(a, opts).size() == 1);
 }
 
-TEST_CASE("train: config the flagship file holds TASK.md's settings") {
+TEST_CASE("train: config the flagship file holds docs/task.md's settings") {
   const Config c = load_config(std::string(HEADLAB_SOURCE_DIR) + "/configs/dependency.toml");
   CHECK(c.model.layers == 1);
   CHECK(c.model.d_model == 64);

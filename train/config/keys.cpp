@@ -218,6 +218,9 @@ void train_keys(std::vector<Key>& k) {
   k.push_back(key_of("train.keep_checkpoints", &C::train, &R::keep_checkpoints)
                   .range(1, 1e6)
                   .doc("Newest checkpoints to keep."));
+  k.push_back(key_of("train.timeline", &C::train, &R::timeline)
+                  .doc("At every evaluation also measure each head's attention mass on each "
+                       "relation and s_match, one row of timeline.jsonl (no ablations)."));
 }
 
 void runtime_keys(std::vector<Key>& k) {

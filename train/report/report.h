@@ -3,14 +3,16 @@
 // from the network), readable straight from disk.
 //
 // Run report (RUN_DIR/report.html), built from the files of a run directory:
-//   heads.json, attention.npy, attention_tokens.json   (train/analysis.h)
-//   metrics.jsonl, summary.json, config.resolved.toml  (the trainer)
+//   heads.json, attention.npy, attention_tokens.json   (train/analysis/analysis.h)
+//   metrics.jsonl, timeline.jsonl, summary.json, config.resolved.toml  (the trainer)
 // Sections (each a <section id=..>): "summary" (headline numbers), "curves" (loss, accuracy
 // with per-relation component accuracy, learning rate), "specialization" (the head x relation
 // mass matrix with the assigned relation named on each head, distinct-partner mass, argmax
 // accuracy), "attention" (each head's map on an example sentence, tokens on both axes, gold
 // partners outlined), "ablation" (ablation, keep-only and importance bars; relation-group
-// ablation matrix), "heads" (every number per head), "config" (resolved config, versions).
+// ablation matrix), "timeline" (specialization over training), "pruning" (the pruning curve),
+// "composition" (two or more layers: two-step paths), "heads" (every number per head), "config"
+// (resolved config, versions); the sections of the analysis are listed in sections.h.
 // A missing input file leaves its section with a note instead of failing.
 //
 // Sweep report (DIR/report.html): see render_sweep_report.
@@ -32,20 +34,25 @@ struct RunFiles {
   nlohmann::json tokens;                // attention_tokens.json, or null
   NpyArray attention;                   // attention.npy, empty if missing
   std::vector<nlohmann::json> metrics;  // metrics.jsonl rows (unparsable lines skipped)
+  std::vector<nlohmann::json> timeline;  // timeline.jsonl rows (train/run/timeline.h)
   nlohmann::json summary;               // summary.json, or null
   std::string config_toml;              // config.resolved.toml, or ""
 };
 
-// Reads whatever of the files above exist. Throws headlab::Error if run_dir is not a directory
-// or an existing heads.json / attention.npy is malformed.
-RunFiles load_run_files(const std::filesystem::path& run_dir);
+// Reads whatever of the files above exist. The analysis files (heads.json, attention.npy,
+// attention_tokens.json) come from analysis_dir when it is given (an earlier checkpoint's
+// analysis, RUN_DIR/analysis/step-NNNNNN), the trainer's from run_dir. Throws headlab::Error if
+// a directory is missing or an existing heads.json / attention.npy is malformed.
+RunFiles load_run_files(const std::filesystem::path& run_dir,
+                        const std::filesystem::path& analysis_dir = {});
 
 // The page for one run.
 std::string render_run_report(const RunFiles& files);
 
-// load_run_files + render_run_report, written to run_dir/report.html; returns that path.
-// Throws headlab::Error on an I/O failure.
-std::filesystem::path write_run_report(const std::filesystem::path& run_dir);
+// load_run_files + render_run_report, written to report.html in analysis_dir (when given) or
+// run_dir; returns that path. Throws headlab::Error on an I/O failure.
+std::filesystem::path write_run_report(const std::filesystem::path& run_dir,
+                                       const std::filesystem::path& analysis_dir = {});
 
 // Points of a metrics.jsonl stream, split into training and evaluation rows. A row counts as
 // evaluation when it has "eval": true, "split"/"kind"/"type" equal to "eval", or an

@@ -9,8 +9,9 @@
 
 #include "core/error.h"
 #include "train/io/files.h"
-#include "train/report/report.h"
 #include "train/report/parts.h"
+#include "train/report/report.h"
+#include "train/report/sections.h"
 #include "train/report/svg.h"
 
 namespace headlab {
@@ -317,17 +318,20 @@ std::string mass_matrix_svg(const json& heads, const std::string& title, int cel
   return matrix(h, "mass", title, true, cell);
 }
 
-RunFiles load_run_files(const fs::path& run_dir) {
+RunFiles load_run_files(const fs::path& run_dir, const fs::path& analysis_dir) {
   if (!fs::is_directory(run_dir)) fail("report: '{}' is not a run directory", run_dir.string());
+  const fs::path& a = analysis_dir.empty() ? run_dir : analysis_dir;
+  if (!fs::is_directory(a)) fail("report: '{}' is not an analysis directory", a.string());
   RunFiles f;
   f.name = fs::absolute(run_dir).lexically_normal().filename().string();
   if (f.name.empty())
     f.name = fs::absolute(run_dir).lexically_normal().parent_path().filename().string();
-  f.heads = optional_json(run_dir / "heads.json");
-  f.tokens = optional_json(run_dir / "attention_tokens.json");
-  if (fs::exists(run_dir / "attention.npy"))
-    f.attention = read_npy((run_dir / "attention.npy").string());
+  if (!analysis_dir.empty()) f.name += " (" + analysis_dir.filename().string() + ")";
+  f.heads = optional_json(a / "heads.json");
+  f.tokens = optional_json(a / "attention_tokens.json");
+  if (fs::exists(a / "attention.npy")) f.attention = read_npy((a / "attention.npy").string());
   f.metrics = read_jsonl(run_dir / "metrics.jsonl");
+  f.timeline = read_jsonl(run_dir / "timeline.jsonl");
   f.summary = optional_json(run_dir / "summary.json");
   f.config_toml = optional_text(run_dir / "config.resolved.toml");
   return f;
@@ -344,6 +348,9 @@ std::string render_run_report(const RunFiles& f) {
   body += specialization_section(h);
   body += attention_section(f, h);
   body += ablation_section(f, h);
+  body += timeline_section(f);
+  body += pruning_section(f);
+  body += composition_section(f);
   body += table_section(h);
   body += config_section(f);
   body += "<footer>Written by headlab " HEADLAB_VERSION
@@ -351,15 +358,15 @@ std::string render_run_report(const RunFiles& f) {
   return html_page("headlab run: " + f.name, body);
 }
 
-fs::path write_run_report(const fs::path& run_dir) {
+fs::path write_run_report(const fs::path& run_dir, const fs::path& analysis_dir) {
   std::string html;
   try {
-    html = render_run_report(load_run_files(run_dir));
+    html = render_run_report(load_run_files(run_dir, analysis_dir));
   } catch (const json::exception& e) {  // a hand-edited heads.json or attention_tokens.json
     fail("report: the analysis files in '{}' are not as headlab writes them: {}", run_dir.string(),
          e.what());
   }
-  const fs::path path = run_dir / "report.html";
+  const fs::path path = (analysis_dir.empty() ? run_dir : analysis_dir) / "report.html";
   write_file_atomic(path, html);
   return path;
 }

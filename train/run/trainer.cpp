@@ -11,10 +11,12 @@
 #include "layers/encoder.h"
 #include "optim/clip.h"
 #include "optim/factory.h"
+#include "train/analysis/head_metrics.h"
 #include "train/config/model.h"
 #include "train/io/files.h"
 #include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
+#include "train/run/timeline.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -59,6 +61,14 @@ struct Tally {
   }
   double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
 };
+
+// The batch's attention weights (out.weights, one [B, h, T, T] per layer) against its gold
+// partners, on the tokens that carry a label (not BOS).
+void add_attention(HeadMetricsAccumulator& heads, const EncoderOutput& out, const Batch& b) {
+  std::vector<Tensor> weights;
+  for (const Var& w : out.weights) weights.push_back(w.value());
+  heads.add(weights, b.partners, labelled_tokens(b));
+}
 
 // Views of the batch's feature arrays, in `spans` (reused: no allocation once sized).
 void feature_spans(const Batch& b, std::vector<std::span<const int32_t>>& spans) {
@@ -189,6 +199,10 @@ StepMetrics Trainer::train_step() {
 }
 
 EvalMetrics Trainer::evaluate() {
+  return evaluate(nullptr);
+}
+
+EvalMetrics Trainer::evaluate(HeadMetricsAccumulator* heads) {
   const TrainConfig& t = config_.train;
   struct TrainModeRestorer {
     Encoder& model;
@@ -202,7 +216,9 @@ EvalMetrics Trainer::evaluate() {
   for (int64_t i = 0; i < t.eval_batches; ++i) {
     task_->generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
     feature_spans(batch, spans_);
-    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len);
+    EncoderOutput out =
+        model_->forward(spans_, batch.batch_size, batch.seq_len, nullptr, heads != nullptr);
+    if (heads) add_attention(*heads, out, batch);
     const int64_t before = tally.tokens;
     tally.add(out.logits.value(), batch.labels, *task_, true);
     // cross_entropy is the mean over counted tokens; weight it back by their number.
@@ -242,6 +258,7 @@ struct Trainer::Session {
   double train_seconds = 0;
   double interval_seconds = 0;
   int64_t interval_tokens = 0;
+  double eval_seconds = 0;  // in the periodic evaluations (timeline rows included), this session
 
   double elapsed() const { return resumed_elapsed + seconds_since(start); }
 };
@@ -255,6 +272,9 @@ TrainResult Trainer::run(TrainObserver* observer) {
   create_directories(run_dir_);
   write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
   MetricsWriter metrics(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
+  timeline_ = t.timeline ? std::make_unique<TimelineWriter>(run_dir_ / "timeline.jsonl",
+                                                            step_ > 0 ? step_ : -1)
+                         : nullptr;
 
   TrainResult result;
   result.run_dir = run_dir_;
@@ -276,6 +296,8 @@ TrainResult Trainer::run(TrainObserver* observer) {
       result.steps = step_;
       result.train_seconds = session.train_seconds;
       result.wall_seconds = session.elapsed();
+      result.eval_seconds = session.eval_seconds;
+      timeline_.reset();
       return result;
     }
   }
@@ -283,9 +305,11 @@ TrainResult Trainer::run(TrainObserver* observer) {
     result.final_eval = evaluate();
     result.final_eval.elapsed_seconds = session.elapsed();
   }
+  timeline_.reset();
   result.steps = step_;
   result.train_seconds = session.train_seconds;
   result.wall_seconds = session.elapsed();
+  result.eval_seconds = session.eval_seconds;
   result.steps_per_second =
       session.train_seconds > 0 ? static_cast<double>(step_) / session.train_seconds : 0.0;
   result.steps_to_95 = first_step_reaching(metrics.evals(), 0.95);
@@ -309,13 +333,25 @@ void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter& metric
   }
   obs.on_step(m);
   if (due(t.eval_every)) {
-    EvalMetrics e = evaluate();
+    const Clock::time_point t0 = Clock::now();
+    EvalMetrics e = evaluate_and_record();
+    session.eval_seconds += seconds_since(t0);
     e.elapsed_seconds = session.elapsed();
     metrics.write_eval(e);
     obs.on_eval(e);
     if (step_ == t.steps) result.final_eval = e;
   }
   if (due(t.checkpoint_every)) checkpoint(session, obs);
+}
+
+EvalMetrics Trainer::evaluate_and_record() {
+  if (!timeline_) return evaluate();
+  HeadMetricsAccumulator heads(static_cast<int>(model_->num_layers()),
+                               static_cast<int>(config_.model.heads),
+                               static_cast<int>(task_->relations().size()));
+  EvalMetrics e = evaluate(&heads);
+  timeline_->write(timeline_row(e, heads.finish()));
+  return e;
 }
 
 void Trainer::checkpoint(const Session& session, TrainObserver& obs) {

@@ -22,6 +22,7 @@
 // bit-identically on the same machine, backend and thread count.
 //
 // Files in the run directory: config.resolved.toml, metrics.jsonl (train/metrics.h),
+// timeline.jsonl (with train.timeline: head masses at every evaluation, train/run/timeline.h),
 // checkpoints/, and summary.json when run() finishes.
 
 #include <cstdint>
@@ -42,6 +43,8 @@ class Optimizer;
 class Task;
 class Schedule;
 class MetricsWriter;
+class TimelineWriter;
+class HeadMetricsAccumulator;
 struct Batch;
 
 // Training stopped on a NaN or Inf loss or gradient norm. Thrown before the update, so the
@@ -114,6 +117,11 @@ class Trainer {
   void after_step(StepMetrics& m, Session& session, MetricsWriter& metrics, TrainObserver& obs,
                   TrainResult& result);
   void checkpoint(const Session& session, TrainObserver& obs);
+  // evaluate(), also measuring every head's attention on the evaluation sentences into `heads`
+  // (when not null).
+  EvalMetrics evaluate(HeadMetricsAccumulator* heads);
+  // The periodic evaluation: evaluate() and, with train.timeline, its timeline.jsonl row.
+  EvalMetrics evaluate_and_record();
   void save(double elapsed, double train_seconds);
 
   Config config_;
@@ -123,6 +131,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Schedule> schedule_;
   std::unique_ptr<Batch> batch_;
+  std::unique_ptr<TimelineWriter> timeline_;     // open during run() with train.timeline
   std::vector<std::span<const int32_t>> spans_;  // views of batch_'s features
   int64_t step_ = 0;
   int64_t last_checkpoint_ = -1;  // step of the newest checkpoint on disk, -1 if none
