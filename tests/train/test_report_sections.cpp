@@ -113,12 +113,22 @@ TEST_CASE("train: run report pruning curve says whether the specialized heads go
   CHECK(s.find("The 3 specialized heads (L0 H2 SEM, L0 H1 HEAD, L0 H0 PREV) are the last to go") !=
         std::string::npos);
   CHECK(s.find("0.990") != std::string::npos);  // accuracy with only them left
+  CHECK(s.find("Each relation's last head is a specialized one") != std::string::npos);
+  CHECK(s.find("PREV L0 H0 (0.90), HEAD L0 H1 (0.80), SEM L0 H2 (0.70)") != std::string::npos);
 
   doc["pruning"] = {step(0, nullptr, 1.0), step(1, {0, 2}, 0.6), step(2, {0, 3}, 0.6),
                     step(3, {0, 1}, 0.3)};
   write_json(dir.path / "heads.json", doc);
   s = section(report(dir.path), "pruning");
   CHECK(s.find("are not the last to go: L0 H2 is pruned 1 of 3") != std::string::npos);
+
+  // The HEAD head goes first: the backup (0.4) is HEAD's last head.
+  doc["pruning"] = {step(0, nullptr, 1.0), step(1, {0, 1}, 0.9), step(2, {0, 2}, 0.6),
+                    step(3, {0, 3}, 0.3)};
+  write_json(dir.path / "heads.json", doc);
+  s = section(report(dir.path), "pruning");
+  CHECK(s.find("Not every relation's last head is a specialized one") != std::string::npos);
+  CHECK(s.find("HEAD L0 H3 (0.40)") != std::string::npos);
 
   doc.erase("pruning");
   write_json(dir.path / "heads.json", doc);

@@ -84,14 +84,21 @@ std::string curve_chart(const Heads& h, const std::vector<Step>& c) {
                 "relation's colour marks the removal of a head that carried it.");
 }
 
-// Whether every specialized head outlasted every other head, in words.
-std::string verdict(const Heads& h, const std::vector<Step>& c) {
-  std::vector<int> order;  // removal order, then the survivor
+// The heads in the order they were removed, then the survivor(s).
+std::vector<int> removal_order(const Heads& h, const std::vector<Step>& c) {
+  std::vector<int> order;
   std::vector<bool> seen(h.per_head.size(), false);
   for (const Step& s : c)
     if (s.head >= 0 && !seen[s.head]) order.push_back(s.head), seen[s.head] = true;
   for (size_t k = 0; k < seen.size(); ++k)
     if (!seen[k]) order.push_back(static_cast<int>(k));
+  return order;
+}
+
+// Whether the specialized heads (those the assignment behind s_match gives a relation with
+// mass > 0.5) outlasted every other head, in words.
+std::string verdict(const Heads& h, const std::vector<Step>& c) {
+  const std::vector<int> order = removal_order(h, c);
   std::string names;
   size_t specialized = 0, first_special = order.size();
   for (size_t i = 0; i < order.size(); ++i) {
@@ -103,19 +110,43 @@ std::string verdict(const Heads& h, const std::vector<Step>& c) {
     first_special = std::min(first_special, i);
   }
   if (specialized == 0) return "No head is specialized (no relation claimed).";
-  const bool last = first_special == order.size() - specialized;
   const std::string head = fmt::format("The {} specialized head{} ({})", specialized,
                                        specialized == 1 ? "" : "s", svg::escape(names));
+  const std::string is = specialized == 1 ? " is" : " are";
   if (specialized == order.size()) return head + " are all the heads there are.";
-  if (last)
-    return head + (specialized == 1 ? " is" : " are") +
+  if (first_special == order.size() - specialized)
+    return head + is +
            " the last to go: every other head was pruned first, and accuracy with only them "
            "left is " +
            svg::number(c[std::min(order.size() - specialized, c.size() - 1)].accuracy, 3) + ".";
-  return head + (specialized == 1 ? " is" : " are") +
-         " not the last to go: " + h.label[order[first_special]] + " is pruned " +
+  return head + is + " not the last to go: " + h.label[order[first_special]] + " is pruned " +
          fmt::format("{} of {}", first_special + 1, order.size() - 1) +
          ", while a head without a claim is still there.";
+}
+
+// For each relation, the last head standing among those with more than 0.3 of their attention
+// on it, and whether that head is sharp (> 0.5): whether pruning keeps a specialist per
+// relation to the end, whichever duplicate it removes first.
+std::string last_carriers(const Heads& h, const std::vector<Step>& c) {
+  const std::vector<int> order = removal_order(h, c);
+  std::string list;
+  bool all_sharp = true;
+  for (size_t r = 0; r < h.relations.size(); ++r) {
+    int last = -1;
+    double mass = 0.0;
+    for (int k : order) {
+      const double m =
+          num(h.per_head[k].value("mass", json::object()), h.relations[r].c_str(), 0.0);
+      if (m > 0.3) last = k, mass = m;
+    }
+    all_sharp = all_sharp && last >= 0 && mass > 0.5;
+    list += fmt::format("{}{} {}", list.empty() ? "" : ", ", svg::escape(h.relations[r]),
+                        last < 0 ? "none" : fmt::format("{} ({:.2f})", h.label[last], mass));
+  }
+  return std::string(all_sharp ? "Each relation's last head is a specialized one"
+                               : "Not every relation's last head is a specialized one") +
+         " (the last to go among the heads with more than 0.3 of their attention on it: " + list +
+         ").";
 }
 
 std::string steps_table(const Heads& h, const std::vector<Step>& c) {
@@ -154,8 +185,8 @@ std::string pruning_section(const RunFiles& f) {
                  "(heads.json \"pruning\"). A head carried a relation when more than 0.3 of its "
                  "attention is on its partner: the relation assigned to it (specialized when "
                  "above 0.5), else as a backup.",
-                 "<div class=\"row\">" + curve_chart(h, c) + "</div><p>" + verdict(h, c) + "</p>" +
-                     steps_table(h, c));
+                 "<div class=\"row\">" + curve_chart(h, c) + "</div><p>" + verdict(h, c) + " " +
+                     last_carriers(h, c) + "</p>" + steps_table(h, c));
 }
 
 }  // namespace headlab::report_parts
