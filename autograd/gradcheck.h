@@ -67,7 +67,7 @@ GradcheckResult gradcheck(const std::function<Var()>& f, const std::vector<Var>&
                           const GradcheckOptions& options = {});
 
 // A named gradcheck over small random inputs, built from a seed: one or more per op
-// (autograd/op_checks.h, kind "op") and per layer (kind "layer"). `headlab gradcheck` and the
+// (autograd/checks/op_checks.h, kind "op") and per layer (kind "layer"). `headlab gradcheck` and the
 // tests run every case on every backend.
 struct GradcheckCase {
   std::string name;  // the op's function name (softmax) or the layer's registry name

@@ -6,6 +6,7 @@
 // width, C classes, V vocabulary.
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 
 #include "autograd/var.h"
@@ -38,15 +39,50 @@ Var gelu(const Var& x);
 // unless p is in [0, 1).
 Var dropout(const Var& x, float p, Rng& rng, bool training);
 
-// ---- reductions and shapes (ops_shape.cpp) ----
+// ---- element-wise math (ops_math.cpp) ----
+// Plain loops over the values (no kernel backend of their own: they are not on the flagship
+// model's hot path, so one implementation serves every backend). Inputs outside an op's domain
+// are not checked: they give what the C library gives (log(0) = -inf, sqrt(-1) = NaN).
+
+// 1 / (1 + e^-x), without overflow for large |x|.                 dx = g y (1 - y)
+Var sigmoid(const Var& x);
+Var tanh(const Var& x);  //                                         dx = g (1 - y^2)
+Var exp(const Var& x);   //                                         dx = g y
+Var log(const Var& x);   // natural log                             dx = g / x
+Var sqrt(const Var& x);  //                                         dx = g / (2 y)
+// x^p for a scalar p: any x for integer p, x > 0 for the others (else NaN). dx = g p x^(p-1);
+// p = 0 gives ones and a zero gradient (also at x = 0).
+Var pow(const Var& x, float p);
+// a / b, b broadcast over a as in add. Values of b near 0 give huge values and gradients.
+//   da = g / b,   db = -sum over the repeats of g a / b^2
+Var div(const Var& a, const Var& b);
+
+// ---- reductions and shapes (ops_shape.cpp; over a dimension: ops_reduce.cpp) ----
 
 Var sum(const Var& x);   // -> [1]
 Var mean(const Var& x);  // -> [1]
+// Over dimension `dim` (negative counts from the back): [.., n, ..] -> [.., 1, ..] with keepdim,
+// else without that dimension (a 1-d input gives [1]). Throws for a dim outside the rank. max
+// needs n >= 1; on ties its gradient goes to the first maximal element (the lowest index along
+// dim), as PyTorch's max(dim) indices, and a NaN is the maximum of any slice holding one.
+Var sum(const Var& x, int dim, bool keepdim = false);
+Var mean(const Var& x, int dim, bool keepdim = false);
+Var max(const Var& x, int dim, bool keepdim = false);
 // Same elements, new shape (same numel, else throws). The result is a view: it shares x's
 // storage.
 Var reshape(const Var& x, const Shape& shape);
 // Swaps the last two dims (copies): [.., M, N] -> [.., N, M].
 Var transpose(const Var& x);
+// Joins 1 to kMaxConcat inputs along `dim` (negative counts from the back); every other dim
+// must agree: [.., n_i, ..] -> [.., sum n_i, ..]. Backward hands each input its block of g.
+inline constexpr size_t kMaxConcat = 8;
+Var concat(std::span<const Var> xs, int dim);
+inline Var concat(std::initializer_list<Var> xs, int dim) {
+  return concat(std::span<const Var>(xs.begin(), xs.size()), dim);
+}
+// Elements [begin, end) along `dim` (PyTorch's narrow): 0 <= begin <= end <= size(dim), else
+// throws. Copies; backward adds g into that block of x's gradient.
+Var slice(const Var& x, int dim, int64_t begin, int64_t end);
 // [B, T, h*d] -> [B, h, T, d].
 Var split_heads(const Var& x, int64_t heads);
 // [B, h, T, d] -> [B, T, h*d].
@@ -78,8 +114,16 @@ Var embedding(const Var& weight, std::span<const int32_t> ids, const Shape& ids_
 // over attention scores [B, h, T, S]. The mask is kept by handle for backward: do not change
 // it before backward.
 Var masked_fill(const Var& x, const Tensor& mask, float value);
+// Element-wise choice: a where mask != 0, else b. a and b have one shape; mask has their rank
+// and each of its dims equals theirs or is 1 (broadcast, as in masked_fill). The gradient goes
+// to the input chosen: da = g where mask, db = g elsewhere. The mask is read during the call
+// only.
+Var where(const Tensor& mask, const Var& a, const Var& b);
 // Per-head gate: x [B, h, T, d] * gate[h] ([h]); ablation (gate 0) and importance (dL/dgate).
 Var head_gate(const Var& x, const Var& gate);
+// head_gate on the merged layout: x [B, T, h d] (heads side by side, as self_attention returns
+// it), gate [h]; equals merge_heads(head_gate(split_heads(x, h), gate)).
+Var head_gate_merged(const Var& x, const Var& gate);
 
 // ---- fused (ops_fused.cpp): one kernel pass and one tape entry where composed ops take
 // several; each equals the composition named beside it (tests compare the two).

@@ -15,22 +15,11 @@
 namespace headlab {
 namespace {
 
-// b's shape must equal a's or be a suffix of it (b broadcast over a's leading dims).
-void check_broadcast(const char* op, const Var& a, const Var& b) {
-  const Shape& sa = a.shape();
-  const Shape& sb = b.shape();
-  bool ok = sb.rank() <= sa.rank();
-  for (int i = 1; ok && i <= sb.rank(); ++i) ok = sa[-i] == sb[-i];
-  if (!ok)
-    fail("{}: b shape {} must equal a shape {} or be a suffix of it (broadcast over leading dims)",
-         op, sb.str(), sa.str());
-}
-
 // add (alpha = 1) and sub (alpha = -1).
 Var add_scaled(const char* op, const Var& a, const Var& b, float alpha) {
   detail::check_defined(op, a);
   detail::check_defined(op, b);
-  check_broadcast(op, a, b);
+  detail::check_broadcast(op, a, b);
   const int64_t n = a.numel();
   const int64_t nb = b.numel();
   Var out = make_output(op, a.shape(), {&a, &b});
@@ -78,7 +67,7 @@ Var mul(const Var& a, const Var& b) {
   constexpr const char* kOp = "mul";
   detail::check_defined(kOp, a);
   detail::check_defined(kOp, b);
-  check_broadcast(kOp, a, b);
+  detail::check_broadcast(kOp, a, b);
   const int64_t n = a.numel();
   const int64_t nb = b.numel();
   Var out = make_output(kOp, a.shape(), {&a, &b});

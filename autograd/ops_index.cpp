@@ -1,8 +1,11 @@
 // Indexing and masking.
 //   embedding:   out[i] = W[id_i]          dW[v] += sum over {i : id_i = v} of g[i]  (scatter-add)
 //   masked_fill: out = mask ? value : x    dx = mask ? 0 : g                         (mask
-//   constant) head_gate:   out[b,k] = x[b,k] gate[k] dx[b,k] = g[b,k] gate[k],
+//   constant)
+//   head_gate:   out[b,k] = x[b,k] gate[k] dx[b,k] = g[b,k] gate[k],
 //                                          dgate[k] = sum over b, t, e of g[b,k,t,e] x[b,k,t,e]
+//   head_gate_merged: the same on the merged layout x [B, T, h d] (heads side by side)
+//   where:       out = mask ? a : b        da = mask ? g : 0,  db = mask ? 0 : g
 
 #include "autograd/grad.h"
 #include "autograd/ops.h"
@@ -34,7 +37,10 @@ Var embedding(const Var& weight, std::span<const int32_t> ids, const Shape& ids_
   shape.push_back(dim);
   Var out = make_output(kOp, shape, {&weight});
   ew::gather_rows(weight.value().data(), dim, ids.data(), n, out.value().data());
-  if (!out.requires_grad()) return out;
+  if (!out.requires_grad()) {
+    profile_event(ProfileEvent::forward_done, kOp);  // record() is not reached
+    return out;
+  }
 
   // The caller's ids may be gone by backward: keep a copy, bit for bit, in a pooled buffer.
   Tensor id_bits = Tensor::empty(Shape{n});
@@ -48,15 +54,24 @@ Var embedding(const Var& weight, std::span<const int32_t> ids, const Shape& ids_
   return out;
 }
 
+namespace {
+
+// mask has x's rank and each of its dims equals x's or is 1.
+void check_mask(const char* op, const Tensor& mask, const Shape& x) {
+  if (!mask.defined()) fail("{}: mask is undefined", op);
+  bool ok = mask.rank() == x.rank();
+  for (int d = 0; ok && d < x.rank(); ++d) ok = mask.size(d) == x[d] || mask.size(d) == 1;
+  if (!ok)
+    fail("{}: mask shape {} does not broadcast over x shape {} (same rank; each dim equal or 1)",
+         op, mask.shape().str(), x.str());
+}
+
+}  // namespace
+
 Var masked_fill(const Var& x, const Tensor& mask, float value) {
   constexpr const char* kOp = "masked_fill";
   detail::check_defined(kOp, x);
-  if (!mask.defined()) fail("{}: mask is undefined", kOp);
-  bool ok = mask.rank() == x.rank();
-  for (int d = 0; ok && d < x.rank(); ++d) ok = mask.size(d) == x.size(d) || mask.size(d) == 1;
-  if (!ok)
-    fail("{}: mask shape {} does not broadcast over x shape {} (same rank; each dim equal or 1)",
-         kOp, mask.shape().str(), x.shape().str());
+  check_mask(kOp, mask, x.shape());
   Var out = make_output(kOp, x.shape(), {&x});
   ew::masked_fill(x.value().data(), x.shape(), mask.data(), mask.shape(), value,
                   out.value().data());
@@ -69,23 +84,18 @@ Var masked_fill(const Var& x, const Tensor& mask, float value) {
   return out;
 }
 
-Var head_gate(const Var& x, const Var& gate) {
-  constexpr const char* kOp = "head_gate";
-  detail::check_defined(kOp, x);
-  detail::check_defined(kOp, gate);
-  if (x.rank() != 4) fail("{}: x must be [B, h, T, d] but has shape {}", kOp, x.shape().str());
-  if (gate.rank() != 1 || gate.size(0) != x.size(1))
-    fail("{}: gate shape is {} but expected [{}] for x {}", kOp, gate.shape().str(), x.size(1),
-         x.shape().str());
-  const int64_t heads = x.size(1);
-  const int64_t blocks = x.size(0) * heads;  // one [T, d] block per (b, k)
-  const int64_t block = x.size(2) * x.size(3);
-  Var out = make_output(kOp, x.shape(), {&x, &gate});
+namespace {
+
+// x as `blocks` contiguous blocks of `block` values, block i scaled by gate[i % heads]: both
+// layouts of the heads are this (see head_gate and head_gate_merged).
+Var gate_blocks(const char* op, const Var& x, const Var& gate, int64_t heads, int64_t blocks,
+                int64_t block) {
+  Var out = make_output(op, x.shape(), {&x, &gate});
   const float* gv = gate.value().data();
   for (int64_t i = 0; i < blocks; ++i)
     ew::scale(x.value().data() + i * block, block, gv[i % heads], out.value().data() + i * block);
 
-  record(kOp, out, [x, gate, heads, blocks, block](const Tensor& g) {
+  record(op, out, [x, gate, heads, blocks, block](const Tensor& g) {
     grad::add(x, [&](Tensor& dx) {
       const float* gv = gate.value().data();
       for (int64_t i = 0; i < blocks; ++i)
@@ -100,6 +110,63 @@ Var head_gate(const Var& x, const Var& gate) {
           dot += static_cast<double>(g[i * block + j]) * xv[i * block + j];
         dgate[i % heads] += static_cast<float>(dot);
       }
+    });
+  });
+  return out;
+}
+
+void check_gate(const char* op, const Var& x, const Var& gate) {
+  detail::check_defined(op, x);
+  detail::check_defined(op, gate);
+  if (gate.rank() != 1) fail("{}: gate must be [heads] but has shape {}", op, gate.shape().str());
+}
+
+}  // namespace
+
+Var head_gate(const Var& x, const Var& gate) {
+  constexpr const char* kOp = "head_gate";
+  check_gate(kOp, x, gate);
+  if (x.rank() != 4) fail("{}: x must be [B, h, T, d] but has shape {}", kOp, x.shape().str());
+  if (gate.size(0) != x.size(1))
+    fail("{}: gate shape is {} but expected [{}] for x {}", kOp, gate.shape().str(), x.size(1),
+         x.shape().str());
+  const int64_t heads = x.size(1);
+  return gate_blocks(kOp, x, gate, heads, x.size(0) * heads, x.size(2) * x.size(3));
+}
+
+Var head_gate_merged(const Var& x, const Var& gate) {
+  constexpr const char* kOp = "head_gate_merged";
+  check_gate(kOp, x, gate);
+  const int64_t heads = gate.size(0);
+  if (x.rank() != 3 || heads == 0 || x.size(2) % heads != 0)
+    fail("{}: x must be [B, T, {} * d] but has shape {}", kOp, heads, x.shape().str());
+  const int64_t d = x.size(2) / heads;
+  return gate_blocks(kOp, x, gate, heads, x.size(0) * x.size(1) * heads, d);
+}
+
+Var where(const Tensor& mask, const Var& a, const Var& b) {
+  constexpr const char* kOp = "where";
+  detail::check_defined(kOp, a);
+  detail::check_defined(kOp, b);
+  if (a.shape() != b.shape())
+    fail("{}: a shape {} and b shape {} must be equal", kOp, a.shape().str(), b.shape().str());
+  check_mask(kOp, mask, a.shape());
+  // The mask expanded to a's shape as 1 (take a) and 0 (take b), kept for backward.
+  const int64_t n = a.numel();
+  Tensor take_a = Tensor::zeros(a.shape());
+  ew::masked_fill(take_a.data(), a.shape(), mask.data(), mask.shape(), 1.0f, take_a.data());
+  Var out = make_output(kOp, a.shape(), {&a, &b});
+  const float* av = a.value().data();
+  const float* bv = b.value().data();
+  for (int64_t i = 0; i < n; ++i) out.value()[i] = take_a[i] != 0.0f ? av[i] : bv[i];
+
+  // a and b may be the same Var: it then gets g from both branches, g in all.
+  record(kOp, out, [a, b, take_a, n](const Tensor& g) {
+    grad::add(a, [&](Tensor& da) {
+      for (int64_t i = 0; i < n; ++i) da[i] = take_a[i] != 0.0f ? g[i] : 0.0f;
+    });
+    grad::add(b, [&](Tensor& db) {
+      for (int64_t i = 0; i < n; ++i) db[i] = take_a[i] != 0.0f ? 0.0f : g[i];
     });
   });
   return out;

@@ -14,6 +14,40 @@ inline void check_defined(const char* op, const Var& v) {
   if (!v.defined()) fail("{}: an input is undefined", op);
 }
 
+// b's shape must equal a's or be a suffix of it (b broadcast over a's leading dims: add, mul,
+// div).
+inline void check_broadcast(const char* op, const Var& a, const Var& b) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  bool ok = sb.rank() <= sa.rank();
+  for (int i = 1; ok && i <= sb.rank(); ++i) ok = sa[-i] == sb[-i];
+  if (!ok)
+    fail("{}: b shape {} must equal a shape {} or be a suffix of it (broadcast over leading dims)",
+         op, sb.str(), sa.str());
+}
+
+// A dimension index, negative counting from the back, as a position in [0, rank). Throws
+// naming the op and the shape when it is outside.
+inline int normalize_dim(const char* op, int dim, const Shape& shape) {
+  const int rank = shape.rank();
+  if (dim < -rank || dim >= rank)
+    fail("{}: dim {} is outside the dims of shape {} (expected {} .. {})", op, dim, shape.str(),
+         -rank, rank - 1);
+  return dim < 0 ? dim + rank : dim;
+}
+
+// x viewed as [outer, n, inner] around dimension d (n = shape[d]).
+struct AroundDim {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline AroundDim around_dim(const Shape& shape, int d) {
+  AroundDim a;
+  for (int i = 0; i < d; ++i) a.outer *= shape[i];
+  a.n = shape[d];
+  for (int i = d + 1; i < shape.rank(); ++i) a.inner *= shape[i];
+  return a;
+}
+
 // The data of an optional input or buffer (a gain, a bias), or null when it is absent.
 inline const float* data_or_null(const Var& v) { return v.defined() ? v.value().data() : nullptr; }
 inline float* data_or_null(Tensor& t) { return t.defined() ? t.data() : nullptr; }

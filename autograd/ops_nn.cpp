@@ -81,16 +81,22 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     if (targets[r] != ignore_index) total -= logp[r * classes + targets[r]];
   Var out = make_output(kOp, Shape{1}, {&logits});
   out.value()[0] = count == 0 ? 0.0f : static_cast<float>(total / static_cast<double>(count));
-  if (!out.requires_grad()) return out;
+  if (!out.requires_grad()) {
+    profile_event(ProfileEvent::forward_done, kOp);  // record() is not reached
+    return out;
+  }
 
+  // dL/dlogits = (softmax(logits) - onehot(target)) / count per counted row, 0 elsewhere; the
+  // probabilities come from the softmax kernel (vectorized) into logp's buffer.
   const double inv = count == 0 ? 0.0 : 1.0 / static_cast<double>(count);
+  kernels().softmax_forward(logits.value().data(), logp.data(), rows, classes);
   for (int64_t r = 0; r < rows; ++r) {
     float* d = logp.data() + r * classes;
     if (targets[r] == ignore_index) {
       std::fill_n(d, classes, 0.0f);
       continue;
     }
-    for (int64_t j = 0; j < classes; ++j) d[j] = static_cast<float>(std::exp(double{d[j]}) * inv);
+    for (int64_t j = 0; j < classes; ++j) d[j] = static_cast<float>(d[j] * inv);
     d[targets[r]] -= static_cast<float>(inv);
   }
   record(kOp, out, [logits, dlogits = logp](const Tensor& g) { grad::add(logits, dlogits, g[0]); });

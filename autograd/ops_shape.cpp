@@ -1,6 +1,11 @@
 // Reductions and shape ops. sum and mean spread their scalar gradient over every element
 // (times 1/n for mean); reshape passes the gradient through unchanged; transpose, split_heads
-// and merge_heads are permutations, so their backward is the inverse permutation of g.
+// and merge_heads are permutations, so their backward is the inverse permutation of g. concat
+// and slice copy blocks: with x viewed as [outer, n, inner] around the dim, a block is the
+// columns [begin, end) of n in every outer row, and backward moves the same block of g back.
+
+#include <algorithm>
+#include <array>
 
 #include "autograd/grad.h"
 #include "autograd/ops.h"
@@ -95,6 +100,90 @@ Var merge_heads(const Var& x) {
   ew::swap_middle_dims(x.value().data(), b, h, t, d, out.value().data());
   record(kOp, out, [x, b, h, t, d](const Tensor& g) {
     grad::add(x, [&](Tensor& dx) { ew::swap_middle_dims(g.data(), b, t, h, d, dx.data()); });
+  });
+  return out;
+}
+
+namespace {
+
+// Copies, for every outer row, `width` x inner values from src (row stride src_n x inner) at
+// column src_at to dst (row stride dst_n x inner) at column dst_at; adds instead when add.
+void copy_block(const float* src, int64_t src_n, int64_t src_at, float* dst, int64_t dst_n,
+                int64_t dst_at, int64_t width, const detail::AroundDim& a, bool add) {
+  const int64_t len = width * a.inner;
+  for (int64_t o = 0; o < a.outer; ++o) {
+    const float* from = src + (o * src_n + src_at) * a.inner;
+    float* to = dst + (o * dst_n + dst_at) * a.inner;
+    if (add)
+      ew::axpy(from, len, 1.0f, to);
+    else
+      std::copy_n(from, len, to);
+  }
+}
+
+}  // namespace
+
+Var concat(std::span<const Var> xs, int dim) {
+  constexpr const char* kOp = "concat";
+  if (xs.empty() || xs.size() > kMaxConcat)
+    fail("{}: {} inputs given but expected 1 to {}", kOp, xs.size(), kMaxConcat);
+  std::array<Var, kMaxConcat> in;  // undefined beyond xs.size(): make_output skips them
+  for (size_t i = 0; i < xs.size(); ++i) {
+    detail::check_defined(kOp, xs[i]);
+    in[i] = xs[i];
+  }
+  const int d = detail::normalize_dim(kOp, dim, xs[0].shape());
+  Shape shape = xs[0].shape();
+  std::array<int64_t, kMaxConcat> widths{};
+  shape[d] = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    Shape s = xs[i].shape();
+    bool ok = s.rank() == shape.rank();
+    for (int j = 0; ok && j < s.rank(); ++j) ok = j == d || s[j] == shape[j];
+    if (!ok)
+      fail("{}: input {} has shape {} but input 0 has {}: only dim {} may differ", kOp, i,
+           s.str(), xs[0].shape().str(), dim);
+    widths[i] = s[d];
+    shape[d] += s[d];
+  }
+  Var out = make_output(kOp, shape, {&in[0], &in[1], &in[2], &in[3], &in[4], &in[5], &in[6],
+                                     &in[7]});
+  const detail::AroundDim a = detail::around_dim(shape, d);
+  for (size_t i = 0, at = 0; i < xs.size(); at += static_cast<size_t>(widths[i]), ++i)
+    copy_block(in[i].value().data(), widths[i], 0, out.value().data(), a.n,
+               static_cast<int64_t>(at), widths[i], a, false);
+
+  const size_t count = xs.size();
+  record(kOp, out, [in, widths, count, a](const Tensor& g) {
+    for (size_t i = 0, at = 0; i < count; at += static_cast<size_t>(widths[i]), ++i)
+      grad::add(in[i], [&](Tensor& dx) {
+        copy_block(g.data(), a.n, static_cast<int64_t>(at), dx.data(), widths[i], 0, widths[i], a,
+                   false);
+      });
+  });
+  return out;
+}
+
+Var slice(const Var& x, int dim, int64_t begin, int64_t end) {
+  constexpr const char* kOp = "slice";
+  detail::check_defined(kOp, x);
+  const int d = detail::normalize_dim(kOp, dim, x.shape());
+  const int64_t n = x.size(d);
+  if (begin < 0 || begin > end || end > n)
+    fail("{}: [{}, {}) is not a range of dim {} of shape {} (expected 0 <= begin <= end <= {})",
+         kOp, begin, end, dim, x.shape().str(), n);
+  Shape shape = x.shape();
+  shape[d] = end - begin;
+  Var out = make_output(kOp, shape, {&x});
+  const detail::AroundDim a = detail::around_dim(x.shape(), d);
+  copy_block(x.value().data(), n, begin, out.value().data(), end - begin, 0, end - begin, a, false);
+
+  record(kOp, out, [x, a, begin, end](const Tensor& g) {
+    // The block of x's gradient outside [begin, end) gets nothing: zero it when fresh.
+    const grad::Target t = grad::target(x);
+    if (!t) return;
+    if (!t.accumulate) std::fill_n(t.data, x.numel(), 0.0f);
+    copy_block(g.data(), end - begin, 0, t.data, a.n, begin, end - begin, a, true);
   });
   return out;
 }

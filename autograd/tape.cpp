@@ -46,7 +46,10 @@ void Tape::backward(const Var& root, const Tensor* seed) {
   }
   for (size_t i = entries_.size(); i-- > 0;) {
     Entry& e = entries_[i];
-    if (e.output.has_grad()) e.backward(e.output.grad());
+    if (!e.output.has_grad()) continue;
+    profile_event(ProfileEvent::backward_begin, e.op);
+    e.backward(e.output.grad());
+    profile_event(ProfileEvent::backward_end, e.op);
   }
   clear();
 }

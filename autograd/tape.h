@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/inplace_function.h"
+#include "autograd/profile.h"
 #include "autograd/var.h"
 
 namespace headlab {
@@ -72,8 +73,10 @@ class TapeScope {
 // values must belong to the same, uncleared tape; otherwise throws naming `op`.
 Var make_output(const char* op, const Shape& shape, std::initializer_list<const Var*> inputs);
 
-// Records `backward` for `output` if make_output decided it needs a gradient.
+// Records `backward` for `output` if make_output decided it needs a gradient. Either way the op's
+// forward is done here (the profiling hook's forward_done, autograd/profile.h).
 inline void record(const char* op, const Var& output, Tape::Backward backward) {
+  profile_event(ProfileEvent::forward_done, op);
   if (output.requires_grad()) output.tape()->record(op, output, std::move(backward));
 }
 

@@ -1,33 +1,42 @@
 #!/usr/bin/env python3
-"""headlab vs PyTorch, side by side: the training step of the same encoder (bench/torch_reference.py
-builds it in PyTorch, `headlab bench --preset` in headlab), per preset and thread count.
+"""headlab vs PyTorch at its best, side by side: the training step of the same encoder
+(bench/torch_reference.py builds it in PyTorch, `headlab bench --preset` in headlab), per preset and
+thread count.
 
-For every (preset, threads) pair the two programs run alternately, `--rounds` times each, in one
-session, so both see the same machine state; each run reports its median ms per step, and the
-table gives the ratio torch / headlab of every pair and the median of those ratios. PyTorch runs
-in its best setting for the thread count: 1 thread: --threads 1; 2 threads: --threads 2
---blas-threads 1 for S, --threads 1 --blas-threads 2 for M and L (torch.set_num_threads alone does
-not limit the OpenBLAS that Debian's torch calls). Peak RSS of each run is read by this script
-(wait4's rusage of each child) for both programs alike.
+PyTorch's matrix products go through the system OpenBLAS, whose kernels depend on the core type it
+detects (or that OPENBLAS_CORETYPE in the environment forces). When that core does not use the CPU's
+widest vector unit (bench/openblas_core.py), PyTorch runs twice per round: as the environment gives
+it ("env") and with the core type that does ("best", e.g. OPENBLAS_CORETYPE=Cooperlake on AVX-512
+with BF16); headlab is compared with the faster of the two (lower median). Otherwise only "env" runs.
+
+For every (preset, threads) pair the programs run alternately, `--rounds` times each, in one session
+(the order rotates each round, so a drift in load favours none); each run reports its median ms
+per step, the ratio PyTorch / headlab is taken per round, and the table gives the median of those
+ratios. PyTorch's thread setting per thread count: 1 thread: --threads 1; 2 threads: --threads 2
+--blas-threads 1 for S, --threads 1 --blas-threads 2 for M and L (its fastest on a 2-core machine;
+torch.set_num_threads alone does not limit the OpenBLAS that Debian's torch calls). Peak RSS of each
+run is read by this script (wait4's rusage of each child) for both programs alike.
 
 Usage (bench/compare.sh passes its arguments here):
   compare.py [--presets S,M,L] [--threads 1,2] [--rounds 3] [--steps S=100,M=40,L=8] [--json FILE]
 """
 import argparse
+import ctypes
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+import openblas_core
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# Targets of issue 8: minimum speed-up per (preset, threads).
-TARGETS = {("S", 1): 2.0, ("M", 1): 1.4, ("L", 1): 1.15, ("S", 2): 3.0, ("M", 2): 2.2, ("L", 2): 1.6}
+# Targets of issue 19 against PyTorch at its best: minimum speed-up per (preset, threads).
+TARGETS = {("S", 1): 2.5, ("M", 1): 1.6, ("L", 1): 1.45, ("S", 2): 3.5, ("M", 2): 2.0, ("L", 2): 1.8}
 DEFAULT_STEPS = {"S": 100, "M": 40, "L": 8}
 WARMUP = {"S": 20, "M": 8, "L": 3}
 
@@ -42,6 +51,8 @@ def parse_args():
     p.add_argument("--python", default=os.environ.get("TORCH_PYTHON", "/usr/bin/python3"))
     p.add_argument("--reference", default=os.environ.get("TORCH_REFERENCE",
                                                          os.path.join(HERE, "torch_reference.py")))
+    p.add_argument("--baseline", help="another headlab executable (an earlier build) run in the same "
+                                      "rotation: the table adds its ms and the speed-up over it")
     p.add_argument("--json", help="also write every run's report to this file")
     a = p.parse_args()
     a.presets = [s.strip() for s in a.presets.split(",") if s.strip()]
@@ -52,6 +63,18 @@ def parse_args():
         steps[k.strip()] = int(v)
     a.steps = steps
     return a
+
+
+def env_openblas_core():
+    """The core type the system OpenBLAS picks in this environment (what PyTorch will run)."""
+    for path in ("libopenblas.so.0", "libblas.so.3"):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def run(cmd):
@@ -71,9 +94,10 @@ def run(cmd):
     return json.loads(lines[-1]), usage.ru_maxrss / 1024.0, wall
 
 
-def torch_cmd(a, preset, threads):
+def torch_cmd(a, preset, threads, core):
     cmd = [a.python, a.reference, "--config", preset, "--steps", str(a.steps[preset]),
-           "--warmup", str(WARMUP[preset]), "--infer-steps", str(max(10, a.steps[preset] // 2))]
+           "--warmup", str(WARMUP[preset]), "--infer-steps", str(max(10, a.steps[preset] // 2)),
+           "--openblas-core", core]
     if threads == 1:
         cmd += ["--threads", "1"]
     elif preset == "S":
@@ -83,80 +107,126 @@ def torch_cmd(a, preset, threads):
     return cmd
 
 
-def headlab_cmd(a, preset, threads):
-    return [a.headlab, "bench", "--preset", preset, "--threads", str(threads), "--steps",
+def headlab_cmd(a, preset, threads, exe=None):
+    return [exe or a.headlab, "bench", "--preset", preset, "--threads", str(threads), "--steps",
             str(a.steps[preset]), "--warmup", str(WARMUP[preset]), "--json"]
 
 
-def main():
-    a = parse_args()
-    if not os.access(a.headlab, os.X_OK):
-        sys.exit("compare: no headlab executable at {} (build it, or pass --headlab / HEADLAB=)".format(a.headlab))
-    load = os.getloadavg()[0]
-    print("compare: headlab {} vs PyTorch ({}), {} round(s) per pair; load average {:.2f} on {} cores"
-          .format(a.headlab, a.reference, a.rounds, load, os.cpu_count()), flush=True)
-    rows, log = [], []
-    for threads in a.threads:
-        for preset in a.presets:
-            hl, tr, ratios = [], [], []
-            for i in range(a.rounds):
-                # Alternate which program goes first, so a drift in load favours neither.
-                order = ["headlab", "torch"] if i % 2 == 0 else ["torch", "headlab"]
-                res = {}
-                for who in order:
-                    cmd = headlab_cmd(a, preset, threads) if who == "headlab" else torch_cmd(a, preset, threads)
-                    rep, rss, wall = run(cmd)
-                    res[who] = (rep, rss)
-                    log.append({"who": who, "preset": preset, "threads": threads, "round": i,
-                                "peak_rss_mb_child": rss, "wall_s": wall, "report": rep})
-                h, t = res["headlab"][0], res["torch"][0]
-                hl.append(res["headlab"])
-                tr.append(res["torch"])
-                ratio = t["train_step_ms_median"] / h["train_step_ms_median"]
-                ratios.append(ratio)
-                print("  {} {} thread(s) round {}: headlab {:8.3f} ms  torch {:8.3f} ms  ratio {:5.2f}x"
-                      .format(preset, threads, i + 1, h["train_step_ms_median"], t["train_step_ms_median"], ratio),
-                      flush=True)
-            med = lambda xs: statistics.median(xs) if xs else float("nan")
-            rows.append({
-                "preset": preset, "threads": threads,
-                "headlab_ms": med([r["train_step_ms_median"] for r, _ in hl]),
-                "torch_ms": med([r["train_step_ms_median"] for r, _ in tr]),
-                "ratio": med(ratios), "ratios": ratios, "target": TARGETS.get((preset, threads)),
-                # Medians over the steps during which no other process used the CPU, where both
-                # programs had some (both measure it the same way; None when either had none).
-                "clean_ratio": med([t["train_step_ms_median_clean"] / h["train_step_ms_median_clean"]
-                                    for (h, _), (t, _) in zip(hl, tr)
-                                    if h.get("train_step_ms_median_clean") and t.get("train_step_ms_median_clean")]),
-                "gemm_only_ms": med([r["gemm_only_ms"] for r, _ in hl]),
-                "step_over_gemm": med([r["step_over_gemm_only"] for r, _ in hl]),
-                "gflops": med([r["achieved_gflops"] for r, _ in hl]),
-                "allocs": med([r["allocations_per_step"] for r, _ in hl]),
-                "headlab_infer_ms": med([r["infer_fwd_ms_median"] for r, _ in hl]),
-                "torch_infer_ms": med([r["infer_fwd_ms_median"] for r, _ in tr]),
-                "headlab_rss": max(r for _, r in hl),
-                "torch_rss": max(r for _, r in tr),
-            })
-    print()
-    hdr = ("| preset | threads | headlab ms | PyTorch ms | ratios | median ratio | target | clean-step ratio | "
-           "GEMM-only ms | step / GEMM-only | GFLOP/s | allocs/step | infer ms (headlab / torch) | "
-           "peak RSS MB (headlab / torch) |")
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def measure_pair(a, preset, threads, torch_settings, log):
+    """All rounds of one (preset, threads): {who: [(report, rss)]} and the per-round ratios."""
+    programs = ["headlab"] + (["baseline"] if a.baseline else []) + ["torch-" + s for s in torch_settings]
+    runs = {who: [] for who in programs}
+    for i in range(a.rounds):
+        order = programs[i % len(programs):] + programs[:i % len(programs)]
+        for who in order:
+            if who == "headlab":
+                cmd = headlab_cmd(a, preset, threads)
+            elif who == "baseline":
+                cmd = headlab_cmd(a, preset, threads, a.baseline)
+            else:
+                cmd = torch_cmd(a, preset, threads, who[len("torch-"):])
+            rep, rss, wall = run(cmd)
+            runs[who].append((rep, rss))
+            log.append({"who": who, "preset": preset, "threads": threads, "round": i,
+                        "load": os.getloadavg()[0], "peak_rss_mb_child": rss, "wall_s": wall, "report": rep})
+        print("  {} {} thread(s) round {}: headlab {:8.3f} ms  {}  (load {:.2f})".format(
+            preset, threads, i + 1, runs["headlab"][-1][0]["train_step_ms_median"],
+            "  ".join("{} {:8.3f} ms".format(w, runs[w][-1][0]["train_step_ms_median"]) for w in programs[1:]),
+            os.getloadavg()[0]), flush=True)
+    return runs
+
+
+def summarize(preset, threads, runs):
+    ms = lambda who: med([r["train_step_ms_median"] for r, _ in runs[who]])
+    torch = [w for w in runs if w.startswith("torch-")]
+    best = min(torch, key=ms)  # the faster PyTorch setting
+    hl = [r for r, _ in runs["headlab"]]
+    ratios = [t["train_step_ms_median"] / h["train_step_ms_median"] for (t, _), h in zip(runs[best], hl)]
+    clean = [t["train_step_ms_median_clean"] / h["train_step_ms_median_clean"]
+             for (t, _), h in zip(runs[best], hl)
+             if h.get("train_step_ms_median_clean") and t.get("train_step_ms_median_clean")]
+    base = [b["train_step_ms_median"] / h["train_step_ms_median"] for (b, _), h in zip(runs["baseline"], hl)] \
+        if "baseline" in runs else []
+    return {
+        "preset": preset, "threads": threads,
+        "headlab_ms": ms("headlab"),
+        "baseline_ms": ms("baseline") if base else None,
+        "speedup_over_baseline": med(base) if base else None,
+        "torch_ms": {w[len("torch-"):]: ms(w) for w in torch},
+        "torch_core": {w[len("torch-"):]: runs[w][0][0].get("openblas_corename") for w in torch},
+        "compared_with": best[len("torch-"):],
+        "ratio": med(ratios), "ratios": ratios, "target": TARGETS.get((preset, threads)),
+        "clean_ratio": med(clean),
+        "gemm_only_ms": med([r["gemm_only_ms"] for r in hl]),
+        "step_over_gemm": med([r["step_over_gemm_only"] for r in hl]),
+        "gflops": med([r["achieved_gflops"] for r in hl]),
+        "peak_fraction": med([r["fraction_of_fma_peak"] for r in hl]),
+        "allocs": med([r["allocations_per_step"] for r in hl]),
+        "headlab_rss": max(r for _, r in runs["headlab"]),
+        "torch_rss": max(r for w in torch for _, r in runs[w]),
+    }
+
+
+def print_table(rows, settings):
+    with_base = rows and rows[0]["baseline_ms"] is not None
+    hdr = ("| preset | threads | headlab ms | " + ("baseline ms | speed-up | " if with_base else "") +
+           " | ".join("PyTorch ms ({})".format(s) for s in settings) +
+           " | ratios vs faster | median ratio | target | clean-step ratio | GEMM-only ms | step / GEMM-only"
+           " | % of FMA peak | allocs/step | peak RSS MB (headlab / torch) |")
     print(hdr)
     print("|" + "|".join(["---"] * (hdr.count("|") - 1)) + "|")
     for r in rows:
         target = r["target"]
         verdict = "" if target is None else (" (met)" if r["ratio"] >= target else " (missed)")
         clean = "-" if r["clean_ratio"] != r["clean_ratio"] else "{:.2f}x".format(r["clean_ratio"])
-        print("| {} | {} | {:.2f} | {:.2f} | {} | **{:.2f}x** | {}{} | {} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.2f} / {:.2f} | {} / {} |".format(
-            r["preset"], r["threads"], r["headlab_ms"], r["torch_ms"],
-            " ".join("{:.2f}".format(x) for x in r["ratios"]), r["ratio"],
-            "-" if target is None else "{:.2f}x".format(target), verdict, clean, r["gemm_only_ms"],
-            r["step_over_gemm"], r["gflops"], r["allocs"], r["headlab_infer_ms"], r["torch_infer_ms"],
-            "{:.0f}".format(r["headlab_rss"]), "{:.0f}".format(r["torch_rss"])))
-    print("\nload average now {:.2f} (was {:.2f} at the start)".format(os.getloadavg()[0], load))
+        torch = " | ".join("{:.2f}{}".format(r["torch_ms"][s], "*" if s == r["compared_with"] else "")
+                           for s in settings)
+        base = "{:.2f} | {:.2f}x | ".format(r["baseline_ms"], r["speedup_over_baseline"]) if with_base else ""
+        print("| {} | {} | {:.2f} | {}{} | {} | **{:.2f}x** | {}{} | {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f} | {:.0f} / {:.0f} |"
+              .format(r["preset"], r["threads"], r["headlab_ms"], base, torch,
+                      " ".join("{:.2f}".format(x) for x in r["ratios"]), r["ratio"],
+                      "-" if target is None else "{:.2f}x".format(target), verdict, clean,
+                      r["gemm_only_ms"], r["step_over_gemm"], 100 * r["peak_fraction"], r["allocs"],
+                      r["headlab_rss"], r["torch_rss"]))
+    print("(* the faster PyTorch setting, which the ratios compare with)")
+
+
+def main():
+    a = parse_args()
+    if not os.access(a.headlab, os.X_OK):
+        sys.exit("compare: no headlab executable at {} (build it, or pass --headlab / HEADLAB=)".format(a.headlab))
+    env_core = env_openblas_core()
+    best = openblas_core.best_core()
+    fair = openblas_core.core_vector_bits(env_core) >= openblas_core.cpu_vector_bits()
+    settings = ["env"] if fair else ["env", "best"]
+    load = os.getloadavg()
+    print("compare: {} ({} cores); headlab {} vs PyTorch ({}), {} round(s) per pair".format(
+        openblas_core.cpu_model(), os.cpu_count(), a.headlab, a.reference, a.rounds))
+    print("  PyTorch's OpenBLAS core: env = {} (OPENBLAS_CORETYPE {}){}".format(
+        env_core, os.environ.get("OPENBLAS_CORETYPE", "unset"),
+        "" if fair else "; best = {} (OPENBLAS_CORETYPE={}, the CPU's {}-bit vectors)".format(
+            best, best, openblas_core.cpu_vector_bits())))
+    print("  load average {:.2f} {:.2f} {:.2f}".format(*load), flush=True)
+    rows, log = [], []
+    for threads in a.threads:
+        for preset in a.presets:
+            runs = measure_pair(a, preset, threads, settings, log)
+            rows.append(summarize(preset, threads, runs))
+    print()
+    print_table(rows, settings)
+    cores = {s: sorted({c for r in rows for c in [r["torch_core"][s]]}) for s in settings}
+    print("PyTorch's OpenBLAS cores as run: " + "; ".join("{}: {}".format(s, ", ".join(map(str, c)))
+                                                        for s, c in cores.items()))
+    print("load average now {:.2f} {:.2f} {:.2f} (was {:.2f} {:.2f} {:.2f} at the start)".format(
+        *os.getloadavg(), *load))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"rows": rows, "runs": log}, f, indent=1)
+            json.dump({"rows": rows, "runs": log, "settings": settings, "env_core": env_core,
+                       "best_core": best, "load_start": load, "load_end": os.getloadavg()}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# headlab vs PyTorch on the training step, side by side in one run (see bench/compare.py for the
-# method). Run time: ROUNDS x (presets) x (thread counts) pairs; with the defaults (3 rounds;
-# S, M, L; 1 and 2 threads) about 5 minutes on a 2-core machine. Examples:
-#   bench/compare.sh                                   # everything, build/headlab
+# headlab vs PyTorch at its best on the training step, side by side in one run (see
+# bench/compare.py for the method: PyTorch with the OpenBLAS core the environment gives it and,
+# when that core is narrower than the CPU's vectors, with the best one too). Run time: ROUNDS x
+# (presets) x (thread counts) rounds of 2-4 programs; with the defaults (3 rounds; S, M, L; 1 and
+# 2 threads) about 8 minutes on a quiet 2-core machine. Examples:
+#   bench/compare.sh                                   # everything, build/headlab: the README table
 #   bench/compare.sh --presets S,M --threads 1 --rounds 5
+#   bench/compare.sh --baseline build-base/headlab     # an earlier build in the same rotation
 #   HEADLAB=build-perf/headlab bench/compare.sh --steps S=200,M=60,L=10 --json runs.json
 # PyTorch comes from /usr/bin/python3 (Debian's torch; override with TORCH_PYTHON=).
 set -euo pipefail

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,50 @@ json bench_other_kernels(const KernelBenchOptions& o, const std::vector<int>& th
   return rows;
 }
 
+// The fused attention at the presets' shapes and the flagship's (training batch and evaluation
+// batch), forward and backward, GFLOP/s counted from the products it stands for.
+json bench_attention(const KernelBenchOptions& o, const std::vector<int>& threads) {
+  struct Case {
+    const char* name;
+    int64_t b, h, t, d;
+  };
+  const Case cases[] = {{"S  64 x 4 heads, T 16, d 16", 64, 4, 16, 16},
+                        {"M  64 x 8 heads, T 32, d 16", 64, 8, 32, 16},
+                        {"L  32 x 8 heads, T 64, d 32", 32, 8, 64, 32},
+                        {"flagship 32 x 8 heads, T 17, d 8", 32, 8, 17, 8},
+                        {"flagship eval 256 x 4, T 17, d 16", 256, 4, 17, 16}};
+  json rows = json::array();
+  for (const Case& c : cases) {
+    AttentionDesc d{.batch = c.b, .heads = c.h, .len = c.t, .dim = c.d};
+    d.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+    const int64_t n_qkv = c.b * c.t * 3 * c.h * c.d, n_p = c.b * c.h * c.t * c.t;
+    Tensor qkv = filled(n_qkv), p = filled(n_p), out = filled(c.b * c.t * c.h * c.d),
+           dout = filled(c.b * c.t * c.h * c.d), dqkv = filled(n_qkv);
+    for (bool backward : {false, true}) {
+      double flops = 0.0;
+      for (const GemmDesc& g : attention_gemms(d, backward)) flops += 2.0 * g.m * g.n * g.k * g.batch;
+      for (int t : threads) {
+        set_num_threads(t);
+        const Kernels& k = kernels_for(Backend::onednn);
+        const double s = seconds_per_call(
+            [&] {
+              if (backward)
+                k.attention_backward(d, qkv.data(), p.data(), nullptr, dout.data(), dqkv.data(),
+                                     false);
+              else
+                k.attention_forward(d, qkv.data(), p.data(), nullptr, out.data());
+            },
+            o);
+        rows.push_back({{"shape", std::string(c.name) + (backward ? " bwd" : " fwd")},
+                        {"threads", t},
+                        {"us_per_call", s * 1e6},
+                        {"gflops", flops / s * 1e-9}});
+      }
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 json run_kernels_bench(const KernelBenchOptions& o) {
@@ -165,6 +210,7 @@ json run_kernels_bench(const KernelBenchOptions& o) {
     report["peak"].push_back({{"threads", p.threads}, {"isa", p.isa}, {"gflops", p.gflops}});
   report["matmul"] = bench_matmuls(o, threads);
   report["kernels"] = bench_other_kernels(o, threads);
+  report["attention"] = bench_attention(o, threads);
   return report;
 }
 

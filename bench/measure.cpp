@@ -10,13 +10,12 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <map>
-#include <tuple>
 #include <vector>
 
 #include "autograd/grad_mode.h"
 #include "bench/alloc_counter.h"
 #include "bench/fma_peak.h"
+#include "bench/gemm_only.h"
 #include "core/kernels/kernels.h"
 #include "core/storage.h"
 #include "core/tensor.h"
@@ -100,117 +99,41 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-// Floats a GEMM operand spans: `batch` items `stride` apart, each `rows` rows `ld` apart of
-// `cols` values.
-int64_t operand_extent(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
-  if (batch == 0 || rows == 0 || cols == 0) return 0;
-  return (batch - 1) * stride + (rows - 1) * ld + cols;
-}
-
-using GemmKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, float, float, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t>;
-GemmKey key_of(const GemmDesc& g) {
-  const GemmDesc d = g.resolved();
-  return {d.trans_a, d.trans_b, d.m,   d.n,     d.k,        d.alpha,    d.beta,
-          d.lda,     d.ldb,     d.ldc, d.batch, d.stride_a, d.stride_b, d.stride_c};
-}
-
-// Collects the descriptors of the products the kernels run (fused attention included).
-struct GemmRecorder final : GemmObserver {
-  std::vector<GemmDesc> descs;
-  void on_gemm(const GemmDesc& d) override { descs.push_back(d); }
-};
-
-struct GemmOnly {
-  double ms = 0.0;
-  int64_t calls = 0;
-  json shapes = json::array();  // per distinct descriptor: count and median us per call
-};
-
-// Times every distinct descriptor of `descs` on the active backend (median of `reps` timed
-// batches after a warm-up call) and sums count x median. Operands are shared buffers of small
-// values (beta = 1 accumulation stays finite).
-GemmOnly time_gemms(const std::vector<GemmDesc>& descs, int reps) {
-  std::map<GemmKey, std::pair<GemmDesc, int64_t>> distinct;
-  int64_t max_a = 1, max_b = 1, max_c = 1;
-  for (const GemmDesc& g : descs) {
-    auto [it, fresh] = distinct.try_emplace(key_of(g), g, 0);
-    ++it->second.second;
-    const GemmDesc d = g.resolved();
-    max_a = std::max(max_a, operand_extent(d.batch, d.stride_a, d.trans_a ? d.k : d.m,
-                                           d.trans_a ? d.m : d.k, d.lda));
-    max_b = std::max(max_b, operand_extent(d.batch, d.stride_b, d.trans_b ? d.n : d.k,
-                                           d.trans_b ? d.k : d.n, d.ldb));
-    max_c = std::max(max_c, operand_extent(d.batch, d.stride_c, d.m, d.n, d.ldc));
-  }
-  auto filled = [](int64_t n) {
-    Tensor t = Tensor::empty({n});
-    for (int64_t i = 0; i < n; ++i) t[i] = static_cast<float>((i * 7919) % 97) * 1e-4f - 0.005f;
-    return t;
-  };
-  Tensor a = filled(max_a), b = filled(max_b), c = filled(max_c);
-  const Kernels& k = kernels();
-  GemmOnly out;
-  for (const auto& [key, entry] : distinct) {
-    const auto& [d, count] = entry;
-    k.gemm(d, a.data(), b.data(), c.data());  // creates a cached primitive
-    // Enough calls per timed batch to last ~2 ms, so the clock's resolution does not matter.
-    const auto t0 = Clock::now();
-    k.gemm(d, a.data(), b.data(), c.data());
-    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-    const int64_t iters = std::clamp<int64_t>(static_cast<int64_t>(2e-3 / (once + 1e-9)), 1, 1000);
-    std::vector<double> per_call;
-    for (int r = 0; r < reps; ++r) {
-      const auto s0 = Clock::now();
-      for (int64_t i = 0; i < iters; ++i) k.gemm(d, a.data(), b.data(), c.data());
-      per_call.push_back(std::chrono::duration<double>(Clock::now() - s0).count() /
-                         static_cast<double>(iters));
-    }
-    const double s = median(per_call);
-    out.ms += 1e3 * s * static_cast<double>(count);
-    out.calls += count;
-    const GemmDesc r = d.resolved();
-    out.shapes.push_back(
-        {{"m", r.m},
-         {"n", r.n},
-         {"k", r.k},
-         {"batch", r.batch},
-         {"trans_a", r.trans_a},
-         {"trans_b", r.trans_b},
-         {"beta", r.beta},
-         {"lda", r.lda},
-         {"ldb", r.ldb},
-         {"ldc", r.ldc},
-         {"count", count},
-         {"us_per_call", 1e6 * s},
-         {"gflops", 2.0 * static_cast<double>(r.m * r.n * r.k * r.batch) / s * 1e-9}});
-  }
-  return out;
-}
-
 struct Timed {
+  explicit Timed(int calls) : count(static_cast<size_t>(calls)) {
+    // The vectors' room is made here, before anything is counted.
+    ms.reserve(static_cast<size_t>(count));
+    clean.reserve(static_cast<size_t>(count));
+    cpu_ms.reserve(static_cast<size_t>(count));
+  }
   std::vector<double> ms, clean;  // every timed call, and those without foreign CPU use
+  std::vector<double> cpu_ms;     // this thread's CPU time of every call
   double foreign_total = 0.0;
+  size_t count;
 };
 
-// Runs f `warmup` times untimed, then `count` times timed.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
+
+// Runs f `warmup` times untimed, then t.count times timed into t.
 template <class F>
-Timed time_calls(F&& f, int warmup, int count, const ContentionMonitor& monitor) {
+void time_calls(F&& f, int warmup, Timed& t, const ContentionMonitor& monitor) {
   for (int i = 0; i < warmup; ++i) f();
-  Timed t;
-  t.ms.reserve(static_cast<size_t>(count));
-  t.clean.reserve(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {
+  for (size_t i = 0; i < t.count; ++i) {
     const double f0 = monitor.foreign_now();
+    const double c0 = thread_cpu_ms();
     const auto t0 = Clock::now();
     f();
     const double ms = ms_since(t0);
+    t.cpu_ms.push_back(thread_cpu_ms() - c0);
     const double foreign = monitor.foreign_now() - f0;
     t.ms.push_back(ms);
     t.foreign_total += std::max(0.0, foreign);
     if (foreign < monitor.tick()) t.clean.push_back(ms);
   }
-  return t;
 }
 
 json median_or_null(const std::vector<double>& v) {
@@ -229,16 +152,16 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   };
   // Allocations are counted over the timed steps only (the warm-up creates the caches).
   for (int i = 0; i < o.warmup; ++i) step();
+  Timed train(o.steps), infer(o.steps);
   const int64_t new_before = operator_new_calls();
   const size_t pool_before = storage_pool_stats().heap_allocations;
-  const Timed train = time_calls(step, 0, o.steps, monitor);
+  time_calls(step, 0, train, monitor);
   const int64_t new_calls = operator_new_calls() - new_before;
   const size_t pool_allocs = storage_pool_stats().heap_allocations - pool_before;
-  Timed infer;
   {
     NoGradGuard no_grad;
     subject.set_training(false);
-    infer = time_calls(subject.forward, o.warmup, o.steps, monitor);
+    time_calls(subject.forward, o.warmup, infer, monitor);
     subject.set_training(true);
   }
   const double rss_mb = peak_rss_mb();
@@ -247,7 +170,8 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   set_gemm_observer(&recorder);
   subject.train_step();
   set_gemm_observer(nullptr);
-  const GemmOnly gemm = time_gemms(recorder.descs, 5);
+  GemmTimer timer;
+  const GemmOnly gemm = time_gemms(recorder.descs, timer);
 
   std::vector<double> sorted = train.ms;
   std::sort(sorted.begin(), sorted.end());
@@ -269,10 +193,12 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"train_step_ms_min", sorted.front()},
       {"steps_clean", train.clean.size()},
       {"train_step_ms_median_clean", median_or_null(train.clean)},
+      {"train_step_cpu_ms_median", median(train.cpu_ms)},
       {"foreign_cpu_s_during_train", train.foreign_total},
       {"infer_fwd_ms_median", infer_med},
       {"infer_steps_clean", infer.clean.size()},
       {"infer_fwd_ms_median_clean", median_or_null(infer.clean)},
+      {"infer_fwd_cpu_ms_median", median(infer.cpu_ms)},
       {"fwd_matmul_flops", fwd},
       {"train_flops_approx", train_flops},
       {"achieved_gflops", achieved},
@@ -281,6 +207,7 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"infer_gflops_per_s", fwd / (infer_med * 1e-3) * 1e-9},
       {"gemm_only_ms", gemm.ms},
       {"gemm_calls_per_step", gemm.calls},
+      {"gemm_flops_per_step", gemm.flops},
       {"step_over_gemm_only", gemm.ms > 0 ? med / gemm.ms : 0.0},
       {"gemm_shapes", gemm.shapes},
       {"peak_rss_mb", rss_mb},

@@ -1,6 +1,7 @@
 #pragma once
-// The measuring half of `headlab bench --preset`: given a training step and an inference forward
-// of some model, times them as bench/torch_reference.py times PyTorch's, so the figures compare.
+// The measuring half of `headlab bench --preset` and `--config`: given a training step and an
+// inference forward of some model, times them as bench/torch_reference.py times PyTorch's, so the
+// figures compare.
 //
 //   StepSubject s{.train_step = [&] { ...; return loss; }, .forward = [&] { ... },
 //                 .forward_flops = F};
@@ -35,6 +36,8 @@ struct MeasureOptions {
 
 // The timing fields of the report (keys as in torch_reference.py where they mean the same):
 // train_step_ms_{median,mean,p10,p90,min}, steps_clean, train_step_ms_median_clean,
+// train_step_cpu_ms_median and infer_fwd_cpu_ms_median (the calling thread's CPU time: with one
+// thread, the figure of a machine that other processes share),
 // foreign_cpu_s_during_train, infer_fwd_ms_median(_clean), infer_steps_clean, train_flops_approx,
 // achieved_gflops, fma_peak_gflops_per_core, fraction_of_fma_peak, infer_gflops_per_s,
 // gemm_only_ms, gemm_calls_per_step, step_over_gemm_only, gemm_shapes, peak_rss_mb,

@@ -1,134 +1,50 @@
-// The training-step benchmark behind `headlab bench --preset` (see bench/step.h).
+// The training-step benchmarks behind `headlab bench --preset` and `--config` (see
+// bench/step.h).
 
 #include "bench/step.h"
 
-#include <algorithm>
-#include <span>
-#include <vector>
-
-#include "autograd/ops.h"
-#include "bench/measure.h"
+#include "bench/profile.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
-#include "core/rng.h"
-#include "core/tensor.h"
 #include "core/threads.h"
-#include "layers/encoder.h"
-#include "optim/adam.h"
 
 namespace headlab::bench {
 namespace {
 
 using nlohmann::json;
 
-using nlohmann::json;
-
-struct Preset {
-  const char* name;
-  int64_t vocab, seq, d_model, heads, batch, layers;
-  int warmup, steps;
-};
-
-// As CONFIGS in torch_reference.py; warm-up and step counts keep each run to seconds.
-constexpr Preset kPresets[] = {
-    {"S", 32, 16, 64, 4, 64, 2, 20, 200},
-    {"M", 32, 32, 128, 8, 64, 2, 10, 100},
-    {"L", 32, 64, 256, 8, 32, 4, 5, 20},
-};
-constexpr int64_t kFfnMult = 4;
-
-const Preset& find_preset(const std::string& name) {
-  for (const Preset& p : kPresets)
-    if (name == p.name) return p;
-  fail("bench: unknown preset '{}' (known: S, M, L)", name);
+Workload make_workload(const StepBenchOptions& o, int threads) {
+  if (o.preset.empty() == o.config.empty())
+    fail("bench: give one of --preset and --config (got {})",
+         o.preset.empty() ? "neither" : "both");
+  return o.preset.empty() ? config_workload(o, threads) : preset_workload(o, threads);
 }
 
-// The reference's analytic matmul FLOPs of one forward pass (a multiply-add is 2 FLOPs); its
-// training step counts 3x (backward ~ 2x forward).
-double forward_flops(const Preset& p) {
-  const double n = static_cast<double>(p.batch * p.seq), d = static_cast<double>(p.d_model);
-  const double per_layer =
-      2 * n * d * d * 4 + 2 * n * static_cast<double>(p.seq) * d * 2 + 2 * n * d * kFfnMult * d * 2;
-  return static_cast<double>(p.layers) * per_layer + 2 * n * d * static_cast<double>(p.vocab);
-}
-
-// The reference's encoder (see the top of bench/step.h).
-EncoderOptions preset_encoder(const Preset& p) {
-  EncoderOptions eo;
-  eo.vocab_sizes = {p.vocab};
-  eo.max_len = p.seq;
-  eo.d_model = p.d_model;
-  eo.heads = p.heads;
-  eo.layers = p.layers;
-  eo.d_ff = kFfnMult * p.d_model;
-  eo.num_classes = p.vocab;
-  eo.activation = Activation::relu;
-  eo.norm = NormPosition::post;
-  eo.positions = PositionKind::learned;
-  eo.embed_init_std = 1.0f;  // nn.Embedding
-  eo.pos_init_std = 0.02f;   // torch.randn(T, D) * 0.02
-  eo.dropout = 0.0f;
-  eo.attn_dropout = 0.0f;
-  return eo;
+json described(json report, const Workload& w) {
+  const BlasInfo blas = blas_info();
+  report.update(w.description);
+  report.update({{"backend", backend_name(current_backend())},
+                 {"openblas_parallel", blas.parallel},
+                 {"openblas_core", blas.core_name}});
+  return report;
 }
 
 }  // namespace
 
-json run_step_bench(const StepBenchOptions& o, int threads_option) {
-  const Preset& p = find_preset(o.preset);
-  const int threads = threads_option > 0 ? threads_option : 1;
-  set_backend(parse_backend(o.backend));
-  set_num_threads(threads);
+json run_step_bench(const StepBenchOptions& o, int threads) {
+  Workload w = make_workload(o, threads);
+  const json r = measure_steps(w.subject, {.warmup = o.warmup > 0 ? o.warmup : w.warmup,
+                                           .steps = o.steps > 0 ? o.steps : w.steps,
+                                           .threads = num_threads()});
+  return described(r, w);
+}
 
-  Rng init(static_cast<uint64_t>(o.seed));
-  Encoder model(preset_encoder(p), init);
-  const NamedParameters params = model.named_parameters();
-  int64_t n_params = 0;
-  for (const auto& np : params) n_params += np.var.numel();
-  AdamOptions ao;
-  ao.lr = 1e-3;
-  Adam adam(params, ao);
-
-  // A learnable task: the next token of a fixed random batch (cyclic), as the reference.
-  const int64_t B = p.batch, T = p.seq;
-  std::vector<int32_t> ids(static_cast<size_t>(B * T)), targets(ids.size());
-  Rng data(static_cast<uint64_t>(o.seed) + 1);
-  for (auto& id : ids) id = static_cast<int32_t>(data.below(static_cast<uint64_t>(p.vocab)));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) targets[b * T + t] = ids[b * T + (t + 1) % T];
-  const std::span<const int32_t> feature(ids);
-
-  StepSubject subject;
-  subject.train_step = [&] {
-    adam.zero_grad();
-    EncoderOutput out = model.forward({feature}, B, T);
-    Var loss = cross_entropy(out.logits, targets);
-    loss.backward();
-    adam.step();
-    return loss.value()[0];
-  };
-  subject.forward = [&] { model.forward({feature}, B, T); };
-  subject.set_training = [&](bool training) { training ? model.train() : model.eval(); };
-  subject.forward_flops = forward_flops(p);
-  model.train();
-  json r = measure_steps(subject, {.warmup = o.warmup > 0 ? o.warmup : p.warmup,
-                                   .steps = o.steps > 0 ? o.steps : p.steps,
-                                   .threads = threads});
-  const BlasInfo blas = blas_info();
-  r.update({{"bench", "headlab_step"},
-            {"preset", p.name},
-            {"config", p.name},
-            {"vocab", p.vocab},
-            {"seq", p.seq},
-            {"d_model", p.d_model},
-            {"heads", p.heads},
-            {"batch", p.batch},
-            {"layers", p.layers},
-            {"ffn_mult", kFfnMult},
-            {"params", n_params},
-            {"backend", backend_name(current_backend())},
-            {"openblas_parallel", blas.parallel}});
-  return r;
+json run_step_profile(const StepBenchOptions& o, int threads) {
+  Workload w = make_workload(o, threads);
+  const json r = profile_steps(w.subject, {.warmup = o.warmup > 0 ? o.warmup : w.warmup,
+                                           .steps = o.steps > 0 ? o.steps : w.steps,
+                                           .cpu_clock = o.cpu_clock});
+  return described(r, w);
 }
 
 }  // namespace headlab::bench

@@ -1,44 +1,64 @@
 #pragma once
-// The training-step benchmark of `headlab bench --preset S|M|L`: times the training step of exactly
-// the encoder that bench/torch_reference.py (the PyTorch reference) builds, so the two can be
-// compared:
+// The training-step benchmarks of `headlab bench`: the workload (what is stepped) and the two
+// ways of looking at it.
 //
-//   token embedding (vocab 32, N(0, 1)) + learned positions (N(0, 0.02)) -> layers x post-norm
-//   EncoderLayer [MHA, residual, LayerNorm, FFN 4x ReLU, residual, LayerNorm] (no dropout)
-//   -> per-token Linear classifier -> cross-entropy against next-token targets (the input
-//   rolled by one along T) -> Adam (lr 1e-3, PyTorch's defaults otherwise).
+//   --preset S|M|L   exactly the encoder that bench/torch_reference.py (the PyTorch reference)
+//                    builds, so the two compare (bench/preset.cpp):
+//       token embedding (vocab 32, N(0, 1)) + learned positions (N(0, 0.02)) -> layers x
+//       post-norm EncoderLayer [MHA, residual, LayerNorm, FFN 4x ReLU, residual, LayerNorm] (no
+//       dropout) -> per-token Linear classifier -> cross-entropy against next-token targets (the
+//       input rolled by one along T) -> Adam (lr 1e-3, PyTorch's defaults otherwise).
+//           preset   seq  d_model  heads  batch  layers
+//           S         16       64      4     64       2
+//           M         32      128      8     64       2
+//           L         64      256      8     32       4
+//   --config FILE    the training step of any config (bench/config_step.cpp): its task, batch,
+//                    model, optimizer and schedule, built by the trainer's own code
+//                    (Trainer::step_once), with no run directory written.
 //
-//   preset   seq  d_model  heads  batch  layers
-//   S         16       64      4     64       2
-//   M         32      128      8     64       2
-//   L         64      256      8     32       4
-//
-// A step is zero_grad + forward + loss + backward + Adam step. After warm-up it reports the
-// median, p10 and p90 ms per step, the inference forward (eval, NoGradGuard), the achieved
-// GFLOP/s (the reference's analytic FLOP count) beside one core's FMA peak measured on the
-// thread's CPU clock, the GEMM-only time of one step (every GEMM the step ran, including the
-// products inside the fused attention kernel, replayed through the active backend, the median of
-// each summed), peak RSS, and heap allocations per step (operator new calls plus new pooled
-// buffers). Steps during which other
-// processes used the CPU are flagged as in the reference, and the medians of the clean steps
-// are reported beside.
+// run_step_bench measures the step (bench/measure.h: median/p10/p90 ms, inference forward,
+// GFLOP/s beside the FMA peak, GEMM-only time, peak RSS, allocations per step);
+// run_step_profile splits one step by op (bench/profile.h).
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "bench/measure.h"
 
 namespace headlab::bench {
 
 struct StepBenchOptions {
-  std::string preset;  // "S", "M" or "L"; empty when the mode is not selected
-  int steps = 0;       // timed steps; 0: the preset's default
-  int warmup = 0;      // 0: the preset's default
-  std::string backend = "auto";
-  int seed = 0;
+  std::string preset;             // "S", "M" or "L"; or
+  std::string config;             // a config file (with `sets` applied)
+  std::vector<std::string> sets;  // --set KEY=VALUE overrides of the config
+  int steps = 0;                  // timed steps; 0: the workload's default
+  int warmup = 0;                 // 0: the workload's default
+  std::string backend;            // empty: the config's runtime.backend (presets: auto)
+  int seed = 0;                   // presets: parameters and batch
+  bool cpu_clock = false;         // --profile on the thread's CPU clock
 };
 
-// Runs the benchmark on `threads` threads (0: 1). Throws headlab::Error for an unknown preset
-// or backend. The report is flat JSON (keys as in torch_reference.py where they mean the same).
+// What measure_steps and profile_steps run, what it is (merged into their reports), its default
+// step counts, and the objects the subject's closures use.
+struct Workload {
+  StepSubject subject;
+  nlohmann::json description;
+  int warmup = 1, steps = 2;
+  std::shared_ptr<void> state;
+};
+
+// Throw headlab::Error for an unknown preset or backend, or a config that does not load.
+// `threads` 0 keeps the config's runtime.threads (presets: 1).
+Workload preset_workload(const StepBenchOptions& options, int threads);
+Workload config_workload(const StepBenchOptions& options, int threads);
+
+// The flat report of measure_steps plus the description (keys as in torch_reference.py where
+// they mean the same).
 nlohmann::json run_step_bench(const StepBenchOptions& options, int threads);
+// The per-op table of profile_steps plus the description.
+nlohmann::json run_step_profile(const StepBenchOptions& options, int threads);
 
 }  // namespace headlab::bench

@@ -15,8 +15,6 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 }  // namespace
 
 Rng Rng::derive(uint64_t seed, uint64_t stream) {
@@ -28,18 +26,6 @@ Rng Rng::derive(uint64_t seed, uint64_t stream) {
 void Rng::reseed(uint64_t seed) {
   uint64_t x = seed;
   for (auto& w : s_) w = splitmix64(x);
-}
-
-uint64_t Rng::next_u64() {
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
 }
 
 uint64_t Rng::below(uint64_t n) {

@@ -19,7 +19,18 @@ class Rng {
   static Rng derive(uint64_t seed, uint64_t stream);
 
   void reseed(uint64_t seed);
-  uint64_t next_u64();
+  // Inline: dropout masks draw one per attention weight.
+  uint64_t next_u64() {
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
   uint32_t next_u32() { return static_cast<uint32_t>(next_u64() >> 32); }
   // Uniform integer in [0, n), unbiased (Lemire's multiply-and-reject). n > 0.
   uint64_t below(uint64_t n);
@@ -38,6 +49,7 @@ class Rng {
   static State parse_state(const std::string& text);
 
  private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   State s_{};
 };
 

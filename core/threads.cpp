@@ -3,6 +3,10 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -31,6 +35,40 @@ int hardware_threads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+// OpenBLAS 0.3.21's x86-64 core names by the vector width of their SGEMM kernels.
+int openblas_core_vector_bits(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto any_of = [&name](std::initializer_list<std::string_view> cores) {
+    return std::any_of(cores.begin(), cores.end(),
+                       [&name](std::string_view c) { return name.find(c) != std::string::npos; });
+  };
+  if (any_of({"skylakex", "cooperlake", "sapphirerapids"})) return 512;
+  if (any_of({"haswell", "zen", "sandybridge", "bulldozer", "piledriver", "steamroller",
+              "excavator"}))
+    return 256;
+  return 128;
+}
+
+namespace {
+
+int cpu_vector_bits() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 512;
+  if (__builtin_cpu_supports("avx2")) return 256;
+  return 128;
+}
+
+// The core type whose kernels use the widest unit this CPU has.
+std::string best_core() {
+  if (cpu_vector_bits() == 512)
+    return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+  if (cpu_vector_bits() == 256) return "Haswell";
+  return "Prescott";
+}
+
+}  // namespace
+
 BlasInfo blas_info() {
   BlasInfo info;
   info.version = openblas_get_config();
@@ -49,6 +87,10 @@ BlasInfo blas_info() {
       info.parallel = "unknown";
   }
   info.num_threads = openblas_get_num_threads();
+  info.core_vector_bits = openblas_core_vector_bits(info.core_name);
+  info.cpu_vector_bits = cpu_vector_bits();
+  info.best_core = best_core();
+  if (const char* env = std::getenv("OPENBLAS_CORETYPE")) info.coretype_env = env;
   return info;
 }
 

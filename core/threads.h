@@ -19,8 +19,18 @@ struct BlasInfo {
   std::string core_name;  // openblas_get_corename()
   std::string parallel;   // "sequential", "pthreads" or "openmp" (openblas_get_parallel())
   int num_threads = 0;
+  // Vector width of the kernels OpenBLAS runs for core_name, and the widest this CPU has. When
+  // the first is narrower (OpenBLAS does not know the CPU, or OPENBLAS_CORETYPE forces an older
+  // core) every OpenBLAS product runs at a fraction of the machine's speed, in this program
+  // and in any other on this machine that loads the same OpenBLAS in the same environment.
+  int core_vector_bits = 0;
+  int cpu_vector_bits = 0;
+  std::string best_core;      // the OPENBLAS_CORETYPE that uses the widest unit ("Cooperlake")
+  std::string coretype_env;   // OPENBLAS_CORETYPE as set in the environment, or empty
 };
 BlasInfo blas_info();
+// The vector width of OpenBLAS's kernels for a core name ("Haswell" 256, "SkylakeX" 512).
+int openblas_core_vector_bits(std::string name);
 
 struct OneDnnInfo {
   std::string version;  // "2.6.3 (git <hash>)"

@@ -3,8 +3,11 @@
 // chosen by its first byte, with the rest of the input:
 //   0 state.json   1 model.safetensors   2 optimizer.safetensors   3 config.resolved.toml
 //   4 the target of checkpoints/latest
-// and the run directory is loaded. Every rejection must be a headlab::Error; an accepted
-// checkpoint must carry the step its directory is named after.
+// and the run directory is loaded. With the first byte's high bit set, a state.json that parses
+// and a tensor file that parses are re-signed first (their checksums recomputed, as a tool that
+// knows the format would), so the checks behind the checksums are fuzzed too. Every rejection
+// must be a headlab::Error; an accepted checkpoint must carry the step its directory is named
+// after.
 
 #include <unistd.h>
 
@@ -18,8 +21,11 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "train/run/checkpoint.h"
+#include "train/io/checksum.h"
 #include "train/io/files.h"
+#include "train/io/json.h"
+#include "train/io/safetensors.h"
+#include "train/run/checkpoint.h"
 
 namespace {
 
@@ -67,13 +73,39 @@ void write(const fs::path& path, const std::string& bytes) {
   out << bytes;
 }
 
+// `bytes` for part `part` with fresh checksums, when it parses; else unchanged.
+std::string resign(int part, const std::string& bytes) {
+  try {
+    if (part == 0) {
+      nlohmann::json state = headlab::parse_json(bytes, "state.json");
+      state["checksum"] = headlab::state_checksum(state);
+      return state.dump();
+    }
+    if (part == 1 || part == 2) {
+      headlab::SafetensorsFile f = headlab::parse_safetensors(bytes, "tensors");
+      for (const auto& t : f.tensors)
+        f.metadata["xxh3_64:" + t.name] = headlab::checksum_hex(
+            t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+      const fs::path tmp =
+          fs::temp_directory_path() / ("headlab-fuzz-resign-" + std::to_string(::getpid()));
+      headlab::write_safetensors(tmp, f.tensors, f.metadata);
+      std::string out = headlab::read_file(tmp, uint64_t{1} << 30);
+      fs::remove(tmp);
+      return out;
+    }
+  } catch (const headlab::Error&) {
+  }
+  return bytes;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Fixture f = make_fixture();
   if (size == 0) return 0;
-  const int part = data[0] % 5;
-  const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const int part = (data[0] & 0x7f) % 5;
+  std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] & 0x80) rest = resign(part, rest);
   const fs::path link = f.run / "checkpoints" / "latest";
   if (part < 4) {
     write(f.dir / kParts[part], rest);

@@ -16,8 +16,14 @@ EmbeddingOptions embedding_options(const EncoderOptions& o, size_t feature) {
   return {o.vocab_sizes[feature], o.d_model, o.embed_init_std};
 }
 
-PositionalEncodingOptions position_options(const EncoderOptions& o) {
-  return {o.max_len, o.d_model, o.positions, o.pos_init_std};
+// What the positions slot's layer inherits (positional_encoding reads exactly these keys).
+OptionMap position_options(const EncoderOptions& o) {
+  return OptionMap{
+      {"d_model", o.d_model},
+      {"max_len", o.max_len},
+      {"kind", o.positions == PositionKind::learned ? "learned" : "sinusoidal"},
+      {"init_std", static_cast<double>(o.pos_init_std)},
+  };
 }
 
 }  // namespace
@@ -26,7 +32,7 @@ int64_t Encoder::parameter_count(const EncoderOptions& o) {
   int64_t n = 0;
   for (size_t f = 0; f < o.vocab_sizes.size(); ++f)
     n += Embedding::parameter_count(embedding_options(o, f));
-  n += PositionalEncoding::parameter_count(position_options(o));
+  n += layer_parameter_count(o.positions_layer, position_options(o));
   const EncoderLayerOptions lo = layer_options(o);
   n += o.layers * EncoderLayer::parameter_count(lo);
   if (o.norm == NormPosition::pre)
@@ -49,8 +55,9 @@ Encoder::Encoder(const EncoderOptions& options, Rng& rng)
     embeddings_.push_back(
         register_module("embeddings." + std::to_string(f),
                         std::make_shared<Embedding>(embedding_options(o, f), rng)));
-  positions_ = register_module("positions",
-                               std::make_shared<PositionalEncoding>(position_options(o), rng));
+  check_layer_kind(o.positions_layer.name, LayerKind::positions, "positions", "encoder");
+  positions_ = register_module(
+      "positions", make_layer(o.positions_layer, position_options(o), rng, dropout_rng_));
   const EncoderLayerOptions lo = layer_options(o);
   for (int64_t l = 0; l < o.layers; ++l)
     layers_.push_back(register_module("layers." + std::to_string(l),

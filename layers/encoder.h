@@ -1,7 +1,8 @@
 #pragma once
 // Encoder: the model the trainer trains and the head analysis inspects.
 //
-//   x = sum_f Embedding_f(ids_f) + P[:T]          [B, T, d_model]   (then dropout)
+//   x = positions(sum_f Embedding_f(ids_f))        [B, T, d_model]   (then dropout)
+//                                                  (the positions slot: x + P[:T] by default)
 //   x = EncoderLayer_l(x), l = 0..layers-1         (pre- or post-norm, see encoder_layer.h)
 //   x = final_norm(x)                              (pre-norm only)
 //   logits = classifier(x)                         [B, T, num_classes]
@@ -67,6 +68,9 @@ struct EncoderOptions {
   LayerSpec attention_layer{"multi_head_attention", {}};
   LayerSpec ffn_layer{"feed_forward", {}};
   LayerSpec norm_layer{"layer_norm", {}};  // also the final norm
+  // A layer of kind positions; it inherits d_model, max_len, kind (positions) and init_std
+  // (pos_init_std).
+  LayerSpec positions_layer{"positional_encoding", {}};
 };
 
 struct EncoderOutput {
@@ -110,7 +114,7 @@ class Encoder : public Module {
   EncoderOptions options_;
   std::shared_ptr<Rng> dropout_rng_;
   std::vector<std::shared_ptr<Embedding>> embeddings_;
-  std::shared_ptr<PositionalEncoding> positions_;
+  std::shared_ptr<SequenceLayer> positions_;
   std::vector<std::shared_ptr<EncoderLayer>> layers_;
   std::shared_ptr<SequenceLayer> final_norm_;
   std::shared_ptr<Linear> classifier_;

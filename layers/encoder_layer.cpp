@@ -36,6 +36,10 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
     : options_(options),
       dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<Rng>(0)) {
   check_dropout_p(options.dropout, "encoder_layer: dropout");
+  check_layer_kind(options.attention_layer.name, LayerKind::attention, "attention",
+                   "encoder_layer");
+  check_layer_kind(options.ffn_layer.name, LayerKind::feed_forward, "ffn", "encoder_layer");
+  check_layer_kind(options.norm_layer.name, LayerKind::norm, "norm", "encoder_layer");
   const OptionMap inherited = inherited_slot_options(options);
   auto attention = make_layer(options.attention_layer, inherited, rng, dropout_rng_);
   attn = std::dynamic_pointer_cast<MultiHeadAttention>(attention);

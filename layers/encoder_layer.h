@@ -6,8 +6,9 @@
 //   x [B, T, d_model] -> [B, T, d_model]
 // drop is residual dropout (option dropout, as the paper's P_drop); attention dropout on the
 // softmax weights is attn_dropout. The three slots are built through the registry, so any
-// registered layer can fill them: attention must be a MultiHeadAttention (or subclass), ffn and
-// norm any SequenceLayer mapping [B, T, d_model] to itself. Each slot's factory sees the
+// registered layer of the slot's kind (layers/registry.h) can fill them: attention must be of
+// kind attention and a MultiHeadAttention (or subclass), ffn of kind feed_forward and norm of
+// kind norm, each mapping [B, T, d_model] to itself. Each slot's factory sees the
 // values below as inherited options (d_model, heads, head_dim, d_ff, activation, attn_dropout,
 // init) plus the slot's own table.
 // Children: "attn", "ffn", "norm1", "norm2".

@@ -83,6 +83,31 @@ GradcheckResult check_mha(uint64_t seed, const MultiHeadAttentionOptions& opt, b
       plus_parameters(wrt, mha), options_for(seed));
 }
 
+// MultiHeadAttention with a learned additive score bias [h, T, S] (the attention_bias
+// extension point), so the bias's gradient is checked with the rest.
+class LearnedBiasAttention : public MultiHeadAttention {
+ public:
+  LearnedBiasAttention(const MultiHeadAttentionOptions& o, Rng& rng, int64_t t, int64_t s)
+      : MultiHeadAttention(o, rng) {
+    bias = register_parameter("bias", randn({o.heads, t, s}, rng));
+  }
+  Var bias;
+
+ protected:
+  Var attention_bias(int64_t, int64_t) override { return bias; }
+};
+
+GradcheckResult check_biased_mha(uint64_t seed) {
+  Rng rng(seed);
+  LearnedBiasAttention mha({4, 2}, rng, 3, 4);
+  Var q(randn({2, 3, 4}, rng), true), k(randn({2, 4, 4}, rng), true),
+      v(randn({2, 4, 4}, rng), true);
+  const Tensor causal = causal_mask(3, 4);
+  mha.set_gate_requires_grad(true);
+  return gradcheck([&] { return mha.forward(q, k, v, nullptr, &causal).output; },
+                   plus_parameters({q, k, v, mha.head_gate()}, mha), options_for(seed));
+}
+
 GradcheckResult check_encoder_layer(uint64_t seed, NormPosition norm, float dropout) {
   Rng rng(seed);
   auto drop = std::make_shared<Rng>(seed + 1);
@@ -281,6 +306,8 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
                          [](uint64_t seed) {
                            return check_mha(seed, {4, 3, 2}, true, false, {}, false);
                          }));
+  c.push_back(
+      layer_case("multi_head_attention", "learned score bias (attention_bias)", check_biased_mha));
   c.push_back(layer_case("encoder_layer", "pre-norm, padding mask", [](uint64_t seed) {
     return check_encoder_layer(seed, NormPosition::pre, 0.0f);
   }));

@@ -88,11 +88,15 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
   const bool drop = is_training() && options_.attn_dropout > 0.0f;
+  const Var bias = attention_bias(t, s);
+  if (bias.defined())
+    check_shape("multi_head_attention", "attention_bias", bias.shape(), {h, t, s});
 
-  // Fast path (self-attention, no weights asked, gate all ones): one GEMM for Q, K and V and the
-  // fused attention op; the same function as below.
+  // Fast path (self-attention, no weights asked, no bias): one GEMM for Q, K and V, the fused
+  // attention op and, unless the gate is all ones, the gate on the merged heads; the same
+  // function as below.
   if (query.node() == key.node() && query.node() == value.node() && !need_weights &&
-      gate_is_identity()) {
+      !bias.defined()) {
     const Var ws[] = {w_q->weight, w_k->weight, w_v->weight};
     const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
     packed::ensure_values_packed(ws);  // re-packs values that were reassigned
@@ -105,7 +109,9 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
     ao.attn_mask = attn_mask;
     ao.dropout = drop ? options_.attn_dropout : 0.0f;
     ao.rng = dropout_rng_.get();
-    return {w_o->forward(self_attention(qkv, ao)), Var()};
+    Var heads = self_attention(qkv, ao);  // [B, T, h*d]
+    if (!gate_is_identity()) heads = head_gate_merged(heads, gate_);
+    return {w_o->forward(heads), Var()};
   }
 
   // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads
@@ -114,6 +120,7 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   Var k = split_heads(w_k->forward(key), h);    // [B, h, S, d]
   Var v = split_heads(w_v->forward(value), h);  // [B, h, S, d]
   Var scores = headlab::scale(batched_matmul(q, k, false, true), scale);  // [B, h, T, S]
+  if (bias.defined()) scores = add(scores, bias);  // [h, T, S] broadcast over B
   if (key_padding_mask) scores = masked_fill(scores, key_padding_mask->view({b, 1, 1, s}), kMasked);
   if (attn_mask) scores = masked_fill(scores, attn_mask->view({1, 1, t, s}), kMasked);
   Var weights = softmax(scores);  // masked keys get 0; fully masked rows are all 0
@@ -124,6 +131,10 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   if (!gate_is_identity()) heads = headlab::head_gate(heads, gate_);
   Var out = w_o->forward(merge_heads(heads));  // [B, T, h*d] -> [B, T, d_model]
   return {out, need_weights ? weights : Var()};
+}
+
+Var MultiHeadAttention::attention_bias(int64_t, int64_t) {
+  return Var();
 }
 
 Tensor average_heads(const Tensor& weights) {
@@ -139,15 +150,35 @@ Tensor average_heads(const Tensor& weights) {
   return out;
 }
 
-std::shared_ptr<SequenceLayer> make_multi_head_attention_layer(LayerOptions& o) {
+int64_t MultiHeadAttention::parameter_count(const MultiHeadAttentionOptions& o) {
+  const int64_t inner = o.heads * (o.head_dim > 0 ? o.head_dim : o.d_model / o.heads);
+  // W_q, W_k, W_v [inner, d]; W_o [d, inner]; biases 3 inner + d.
+  return 4 * o.d_model * inner + (o.bias ? 3 * inner + o.d_model : 0);
+}
+
+MultiHeadAttentionOptions read_multi_head_attention_options(LayerOptions& o) {
   MultiHeadAttentionOptions opt;
   opt.d_model = o.require_int("d_model");
   opt.heads = o.get_int("heads", 1);
   opt.head_dim = o.get_int("head_dim", 0);
   opt.attn_dropout = o.get_float("attn_dropout", 0.0f);
   opt.bias = o.get_bool("bias", true);
-  opt.init = parse_init(o.get_string("init", "default"), "multi_head_attention");
-  return std::make_shared<MultiHeadAttention>(opt, o.init_rng(), o.dropout_rng());
+  opt.init = parse_init(o.get_string("init", "default"), o.layer());
+  return opt;
+}
+
+std::shared_ptr<SequenceLayer> make_multi_head_attention_layer(LayerOptions& o) {
+  return std::make_shared<MultiHeadAttention>(read_multi_head_attention_options(o), o.init_rng(),
+                                              o.dropout_rng());
+}
+
+int64_t count_multi_head_attention_parameters(LayerOptions& o) {
+  MultiHeadAttentionOptions opt;  // only the keys that decide shapes (no init string parsing)
+  opt.d_model = o.require_int("d_model");
+  opt.heads = o.get_int("heads", 1);
+  opt.head_dim = o.get_int("head_dim", 0);
+  opt.bias = o.get_bool("bias", true);
+  return MultiHeadAttention::parameter_count(opt);
 }
 
 }  // namespace headlab

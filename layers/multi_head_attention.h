@@ -21,6 +21,12 @@
 //
 // Attention dropout (option attn_dropout, inverted, training only) acts on the weights that
 // multiply V; the weights returned with need_weights are the softmax output before dropout.
+//
+// Extension point: a subclass may add a bias to every head's scores by overriding
+// attention_bias() (below): A_i = softmax(Q_i K_i^T / sqrt(d) + bias_i + masks). ALiBi's
+// -m_i |t - s| (examples/plugin/alibi_attention.h) and learned relative-position biases are of
+// this form; need_weights, the gate, dropout and the head analysis work on such a layer
+// unchanged, since it runs this class's own per-head path.
 // Children: "w_q", "w_k", "w_v" (Linear d_model -> h*d), "w_o" (Linear h*d -> d_model). The
 // values of w_q, w_k and w_v (weights, biases) live packed in one buffer and their gradients are
 // views of one buffer, so the self-attention projection is one GEMM each way: the invariant, what
@@ -69,6 +75,9 @@ class MultiHeadAttention : public SequenceLayer {
   // Self-attention without masks (the SequenceLayer interface).
   Var forward(const Var& x) override { return forward(x, x, x).output; }
 
+  // The parameter count of MultiHeadAttention(options, ...) (nothing allocated).
+  static int64_t parameter_count(const MultiHeadAttentionOptions& options);
+
   const MultiHeadAttentionOptions& options() const { return options_; }
   int64_t heads() const { return options_.heads; }
   int64_t head_dim() const { return head_dim_; }
@@ -82,6 +91,15 @@ class MultiHeadAttention : public SequenceLayer {
   void set_gate_requires_grad(bool on);
 
   std::shared_ptr<Linear> w_q, w_k, w_v, w_o;
+
+ protected:
+  // The additive per-head score bias for `query_len` queries and `key_len` keys: a Var of shape
+  // [h, T, S] (added to every batch item's scaled scores before the masks and the softmax), or
+  // an undefined Var for none, the default. Computed from parameters or constants with the ops
+  // of autograd/ops.h, its gradient flows like any other value. A layer with a bias always
+  // takes the per-head path (the fused self-attention kernel knows no bias). forward() throws
+  // naming the shapes when the bias is not [h, T, S].
+  virtual Var attention_bias(int64_t query_len, int64_t key_len);
 
  private:
   void check_inputs(const Var& query, const Var& key, const Var& value,
@@ -99,7 +117,10 @@ class MultiHeadAttention : public SequenceLayer {
 Tensor average_heads(const Tensor& weights);
 
 // Registry factory "multi_head_attention": keys d_model, heads, head_dim, attn_dropout, bias,
-// init.
+// init; and its counter. read_multi_head_attention_options reads those keys, for the factory of
+// a subclass (which then asks for its own keys too).
 std::shared_ptr<SequenceLayer> make_multi_head_attention_layer(LayerOptions& options);
+int64_t count_multi_head_attention_parameters(LayerOptions& options);
+MultiHeadAttentionOptions read_multi_head_attention_options(LayerOptions& options);
 
 }  // namespace headlab

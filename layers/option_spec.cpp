@@ -224,6 +224,8 @@ std::string expected_text(const OptionSpec& s) {
                                                 : fmt::format("{} to {}", s.min_len, s.max_len),
                          range_text(s));
     case OptionType::string_array:
+      if (s.choices.empty())
+        return fmt::format("an array of {} to {} distinct non-empty strings", s.min_len, s.max_len);
       return fmt::format("an array of {} to {} distinct names from {}", s.min_len, s.max_len,
                          choices_text(s.choices));
   }

@@ -1,7 +1,11 @@
 #include "layers/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "layers/dropout.h"
@@ -21,50 +25,47 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-struct LayerKind {
+struct Entry {
+  LayerKind kind;
   LayerFactory make;
   LayerParameterCount count;  // may be empty
+  bool builtin = false;
 };
-using Registry = std::map<std::string, LayerKind, std::less<>>;
+using Registry = std::map<std::string, Entry, std::less<>>;
 
 int64_t no_parameters(LayerOptions&) { return 0; }
 
-// The counters of the layers whose files keep only their factory; they read the same keys as
-// make_linear_layer and make_multi_head_attention_layer (tests/layers/test_parameter_count.cpp
-// compares every built-in counter with the built layer).
+// The counter of Linear, whose file keeps only its factory; it reads the same keys as
+// make_linear_layer (tests/layers/test_parameter_count.cpp compares every built-in counter with
+// the built layer).
 int64_t count_linear_parameters(LayerOptions& o) {
   const int64_t d_model = o.get_int("d_model", 0);
   const int64_t in = o.get_int("in_features", d_model), out = o.get_int("out_features", d_model);
   return in * out + (o.get_bool("bias", true) ? out : 0);
 }
 
-int64_t count_multi_head_attention_parameters(LayerOptions& o) {
-  const int64_t d = o.require_int("d_model"), heads = o.get_int("heads", 1);
-  const int64_t head_dim = o.get_int("head_dim", 0);
-  const int64_t inner = head_dim > 0 ? heads * head_dim : d;  // heads divide d_model otherwise
-  const bool bias = o.get_bool("bias", true);
-  return 4 * d * inner + (bias ? 3 * inner + d : 0);  // W_q, W_k, W_v [inner, d]; W_o [d, inner]
-}
-
 // Built-ins are registered here, when the registry is first used, rather than by static
 // registrars in each layer's file: a static library drops object files nobody references, and
 // their registrars with them.
 Registry& registry() {
+  using K = LayerKind;
   static Registry r = {
-      {"dropout", {make_dropout_layer, no_parameters}},
-      {"feed_forward", {make_feed_forward_layer, count_feed_forward_parameters}},
-      {"layer_norm", {make_layer_norm_layer, count_layer_norm_parameters}},
-      {"linear", {make_linear_layer, count_linear_parameters}},
+      {"dropout", {K::other, make_dropout_layer, no_parameters, true}},
+      {"feed_forward",
+       {K::feed_forward, make_feed_forward_layer, count_feed_forward_parameters, true}},
+      {"layer_norm", {K::norm, make_layer_norm_layer, count_layer_norm_parameters, true}},
+      {"linear", {K::other, make_linear_layer, count_linear_parameters, true}},
       {"multi_head_attention",
-       {make_multi_head_attention_layer, count_multi_head_attention_parameters}},
+       {K::attention, make_multi_head_attention_layer, count_multi_head_attention_parameters,
+        true}},
       {"positional_encoding",
-       {make_positional_encoding_layer, count_positional_encoding_parameters}},
-      {"softmax", {make_softmax_layer, no_parameters}},
+       {K::positions, make_positional_encoding_layer, count_positional_encoding_parameters, true}},
+      {"softmax", {K::other, make_softmax_layer, no_parameters, true}},
   };
   return r;
 }
 
-const LayerKind& find_kind(std::string_view name) {
+const Entry& find_entry(std::string_view name) {
   auto it = registry().find(name);
   if (it == registry().end())
     fail("layers: unknown layer '{}' (known: {})", name, join(registered_layers()));
@@ -100,9 +101,10 @@ void LayerOptions::type_error(std::string_view key, const OptionValue& v,
 
 int64_t LayerOptions::get_int(std::string_view key, int64_t fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const int64_t* n = v->get_if<int64_t>()) return *n;
-  type_error(key, *v, "an integer");
+  const int64_t* n = v ? v->get_if<int64_t>() : &fallback;
+  if (!n) type_error(key, *v, "an integer");
+  resolved_.set(std::string(key), OptionValue(*n));
+  return *n;
 }
 
 int64_t LayerOptions::require_int(std::string_view key) {
@@ -112,24 +114,43 @@ int64_t LayerOptions::require_int(std::string_view key) {
 
 float LayerOptions::get_float(std::string_view key, float fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const double* f = v->get_if<double>()) return static_cast<float>(*f);
-  if (const int64_t* n = v->get_if<int64_t>()) return static_cast<float>(*n);
-  type_error(key, *v, "a number");
+  double value = fallback;
+  if (v) {
+    if (const double* f = v->get_if<double>())
+      value = *f;
+    else if (const int64_t* n = v->get_if<int64_t>())
+      value = static_cast<double>(*n);
+    else
+      type_error(key, *v, "a number");
+  }
+  // The layer computes in fp32: a number that becomes 0, a denormal or infinity there would
+  // silently be another value (an eps of 1e-46 is 0).
+  const float f = static_cast<float>(value);
+  if (value != 0 && (f == 0 || std::fpclassify(f) == FP_SUBNORMAL || !std::isfinite(f)))
+    fail("layers: option '{}' of layer '{}' is {} which is {} in fp32{}", key, layer_, value,
+         std::isfinite(f) ? "0 or a denormal" : "infinite",
+         v && !v->where.empty() ? " (" + v->where + ")" : "");
+  // Recorded as the double nearest the float's shortest decimal form (1e-05, not
+  // 9.99999974737875e-06): the value the layer uses, spelled as people write it.
+  resolved_.set(std::string(key), OptionValue(std::stod(fmt::format("{}", f))));
+  return f;
 }
 
 bool LayerOptions::get_bool(std::string_view key, bool fallback) {
   const OptionValue* v = find(key);
-  if (!v) return fallback;
-  if (const bool* b = v->get_if<bool>()) return *b;
-  type_error(key, *v, "a boolean");
+  const bool* b = v ? v->get_if<bool>() : &fallback;
+  if (!b) type_error(key, *v, "a boolean");
+  resolved_.set(std::string(key), OptionValue(*b));
+  return *b;
 }
 
 std::string LayerOptions::get_string(std::string_view key, std::string_view fallback) {
   const OptionValue* v = find(key);
-  if (!v) return std::string(fallback);
-  if (const std::string* s = v->get_if<std::string>()) return *s;
-  type_error(key, *v, "a string");
+  const std::string fallback_text(fallback);
+  const std::string* s = v ? v->get_if<std::string>() : &fallback_text;
+  if (!s) type_error(key, *v, "a string");
+  resolved_.set(std::string(key), OptionValue(*s));
+  return *s;
 }
 
 void LayerOptions::check_all_used() const {
@@ -148,18 +169,48 @@ void LayerOptions::check_all_used() const {
        join(unknown), layer_, first_where, known_.empty() ? "none" : join(known_));
 }
 
-void register_layer(std::string name, LayerFactory factory, LayerParameterCount count) {
+const char* layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::attention:
+      return "attention";
+    case LayerKind::feed_forward:
+      return "feed_forward";
+    case LayerKind::norm:
+      return "norm";
+    case LayerKind::positions:
+      return "positions";
+    case LayerKind::other:
+      return "other";
+  }
+  return "other";
+}
+
+void register_layer(std::string name, LayerKind kind, LayerFactory factory,
+                    LayerParameterCount count) {
   if (name.empty()) fail("register_layer: the name is empty");
   if (!factory) fail("register_layer: the factory for '{}' is empty", name);
-  auto [it, inserted] = registry().emplace(name, LayerKind{std::move(factory), std::move(count)});
+  auto [it, inserted] =
+      registry().emplace(name, Entry{kind, std::move(factory), std::move(count), false});
   if (!inserted) fail("register_layer: a layer named '{}' is already registered", name);
 }
 
-LayerRegistrar::LayerRegistrar(std::string name, LayerFactory factory, LayerParameterCount count) {
-  register_layer(std::move(name), std::move(factory), std::move(count));
+LayerRegistrar::LayerRegistrar(std::string name, LayerKind kind, LayerFactory factory,
+                               LayerParameterCount count) {
+  register_layer(std::move(name), kind, std::move(factory), std::move(count));
+}
+
+void unregister_layer(std::string_view name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) return;
+  if (it->second.builtin) fail("unregister_layer: '{}' is a built-in layer", name);
+  registry().erase(it);
 }
 
 bool has_layer(std::string_view name) { return registry().find(name) != registry().end(); }
+
+LayerKind layer_kind(std::string_view name) {
+  return find_entry(name).kind;
+}
 
 std::vector<std::string> registered_layers() {
   std::vector<std::string> names;
@@ -167,23 +218,51 @@ std::vector<std::string> registered_layers() {
   return names;
 }
 
+std::vector<std::string> registered_layers(LayerKind kind) {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : registry())
+    if (entry.kind == kind) names.push_back(name);
+  return names;
+}
+
+void check_layer_kind(std::string_view name, LayerKind kind, std::string_view slot,
+                      const std::string& where) {
+  const LayerKind actual = layer_kind(name);
+  if (actual == kind) return;
+  const std::vector<std::string> fit = registered_layers(kind);
+  fail("{}layer '{}' is of kind {}, but the {} slot takes layers of kind {}: {}",
+       where.empty() ? "" : where + ": ", name, layer_kind_name(actual), slot,
+       layer_kind_name(kind), fit.empty() ? "none registered" : join(fit));
+}
+
 std::shared_ptr<SequenceLayer> make_layer(std::string_view name, const OptionMap& options,
                                           const OptionMap& inherited, Rng& init_rng,
                                           std::shared_ptr<Rng> dropout_rng) {
-  const LayerKind& kind = find_kind(name);
+  const Entry& entry = find_entry(name);
   LayerOptions reader(std::string(name), options, inherited, init_rng, std::move(dropout_rng));
-  std::shared_ptr<SequenceLayer> layer = kind.make(reader);
+  std::shared_ptr<SequenceLayer> layer = entry.make(reader);
   reader.check_all_used();
   if (!layer) fail("layers: the factory of layer '{}' returned null", name);
   return layer;
 }
 
+OptionMap resolved_layer_options(const LayerSpec& spec, const OptionMap& inherited) {
+  const Entry& entry = find_entry(spec.name);
+  Rng throwaway(0);
+  LayerOptions reader(spec.name, spec.options, inherited, throwaway);
+  entry.make(reader);
+  reader.check_all_used();
+  OptionMap out = reader.resolved();
+  out.sort();
+  return out;
+}
+
 int64_t layer_parameter_count(const LayerSpec& spec, const OptionMap& inherited) {
-  const LayerKind& kind = find_kind(spec.name);
+  const Entry& entry = find_entry(spec.name);
   Rng rng(0);  // a counter draws nothing; a built layer is thrown away
-  if (kind.count) {
+  if (entry.count) {
     LayerOptions reader(spec.name, spec.options, inherited, rng);
-    return kind.count(reader);
+    return entry.count(reader);
   }
   int64_t n = 0;
   for (const NamedParameter& p : make_layer(spec, inherited, rng)->named_parameters())

@@ -5,11 +5,19 @@
 // encoder fills its norm, ffn and attention slots through it, so a layer registered by a user
 // can be selected from a config without editing the library.
 //
+// Every layer has a kind, what it is for: the encoder's slots take layers of their kind only
+// (attention_layer: attention, ffn_layer: feed_forward, norm_layer: norm, positions_layer:
+// positions); building blocks that fill no slot (linear, dropout, softmax) are "other". An
+// attention layer must also be a MultiHeadAttention (or a subclass), so that per-head weights,
+// gates and the head analysis work on it.
+//
 // Registering a layer from outside the library is one line, at namespace scope in any .cpp of
 // the executable:
-//     static headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm,
-//                                                       count_rms_norm_parameters);
-// or, equivalently, a call `headlab::register_layer("rms_norm", make_rms_norm, ...);` in main.
+//     static headlab::LayerRegistrar rms_norm_registrar("rms_norm", headlab::LayerKind::norm,
+//                                                       make_rms_norm, count_rms_norm_parameters);
+// or, equivalently, a call `headlab::register_layer("rms_norm", LayerKind::norm, ...);` in main.
+// A plugin registers through its entry point instead (train/plugins/plugin.h), which makes its
+// registrations all-or-nothing.
 // The counter (optional) gives the layer's parameter count from the same options without
 // building it, for the memory estimate that runs before anything is allocated; without one,
 // the estimate builds the layer once to count.
@@ -58,6 +66,9 @@ class LayerOptions {
 
   // Keys asked for so far, in order.
   const std::vector<std::string>& known_keys() const { return known_; }
+  // Every key asked for with the value it got (the own table's, the inherited one or the
+  // fallback), in order.
+  const OptionMap& resolved() const { return resolved_; }
   // Throws "layers: unknown option 'epss' for layer 'layer_norm' (known: d_model, eps, ...)"
   // for every key of the own table that was never asked for.
   void check_all_used() const;
@@ -73,6 +84,7 @@ class LayerOptions {
   Rng& init_rng_;
   std::shared_ptr<Rng> dropout_rng_;
   std::vector<std::string> known_;
+  OptionMap resolved_;
 };
 
 // A registry name plus that layer's own options: what a config slot holds, e.g.
@@ -82,6 +94,11 @@ struct LayerSpec {
   OptionMap options;
 };
 
+// What a layer is for (see the top).
+enum class LayerKind { attention, feed_forward, norm, positions, other };
+// "attention", "feed_forward", "norm", "positions", "other".
+const char* layer_kind_name(LayerKind kind);
+
 using LayerFactory = std::function<std::shared_ptr<SequenceLayer>(LayerOptions&)>;
 // The number of parameter values the factory's layer would have, read from the same options
 // (only the keys that decide shapes need to be asked for). Allocates nothing.
@@ -89,15 +106,28 @@ using LayerParameterCount = std::function<int64_t(LayerOptions&)>;
 
 // Adds a factory (and optionally its counter) under `name`. Throws if the name is empty or
 // already registered.
-void register_layer(std::string name, LayerFactory factory, LayerParameterCount count = {});
-// Registers at static-initialisation time: `static LayerRegistrar r("name", factory);`.
+void register_layer(std::string name, LayerKind kind, LayerFactory factory,
+                    LayerParameterCount count = {});
+// Registers at static-initialisation time: `static LayerRegistrar r("name", kind, factory);`.
 struct LayerRegistrar {
-  LayerRegistrar(std::string name, LayerFactory factory, LayerParameterCount count = {});
+  LayerRegistrar(std::string name, LayerKind kind, LayerFactory factory,
+                 LayerParameterCount count = {});
 };
+// Removes a layer that register_layer added (the plugin loader undoes a failed plugin's
+// registrations with it). Throws for a built-in layer; an unknown name is a no-op.
+void unregister_layer(std::string_view name);
 
 bool has_layer(std::string_view name);
-// Every registered name, sorted (the built-ins and any user layers).
+// The kind of a registered layer; throws the unknown-layer error of make_layer otherwise.
+LayerKind layer_kind(std::string_view name);
+// Every registered name, sorted (the built-ins and any user layers); or those of one kind.
 std::vector<std::string> registered_layers();
+std::vector<std::string> registered_layers(LayerKind kind);
+// Throws "layer 'dropout' is of kind other, but the norm slot takes layers of kind norm:
+// layer_norm, rms_norm" (prefixed by `where` when given) unless `name` is registered with
+// `kind`. `slot` names the slot ("norm"); an unknown name is the unknown-layer error.
+void check_layer_kind(std::string_view name, LayerKind kind, std::string_view slot,
+                      const std::string& where = "");
 
 // Builds layer `name` from its options table. Throws "layers: unknown layer 'rms_nrom'
 // (known: dropout, feed_forward, ...)" for an unknown name, and the LayerOptions errors for
@@ -115,6 +145,12 @@ inline std::shared_ptr<SequenceLayer> make_layer(const LayerSpec& spec, const Op
                                                  std::shared_ptr<Rng> dropout_rng = nullptr) {
   return make_layer(spec.name, spec.options, inherited, init_rng, std::move(dropout_rng));
 }
+
+// Every option the layer make_layer(spec, inherited, ...) reads, with the value it uses (its own,
+// inherited or its default), sorted by name: the layer is built once from a throwaway
+// generator. Two specs that differ only in spelled-out defaults give equal maps. Throws what
+// make_layer throws.
+OptionMap resolved_layer_options(const LayerSpec& spec, const OptionMap& inherited);
 
 // The parameter count of the layer make_layer(spec, inherited, ...) would build: from the
 // layer's counter when it has one (nothing allocated), else by building it once. Throws what

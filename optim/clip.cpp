@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/profile.h"
 #include "core/error.h"
 
 namespace headlab {
@@ -26,6 +27,7 @@ double grad_norm(const NamedParameters& params) {
 }
 
 double clip_grad_norm(const NamedParameters& params, double max_norm) {
+  ProfileRegion region("clip_grad_norm");
   if (std::isnan(max_norm)) fail("clip_grad_norm: max_norm is NaN but expected a number");
   const double norm = grad_norm(params);
   if (!std::isfinite(norm) || max_norm <= 0.0 || norm <= max_norm) return norm;

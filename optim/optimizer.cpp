@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
+#include "autograd/profile.h"
 #include "core/error.h"
 
 namespace headlab {
@@ -48,6 +49,7 @@ void Optimizer::set_step_count(int64_t step) {
 }
 
 void Optimizer::step() {
+  ProfileRegion region("optimizer.step");
   NoGradGuard no_grad;
   ++step_;
   begin_step();
@@ -65,6 +67,7 @@ void Optimizer::step() {
 }
 
 void Optimizer::zero_grad() {
+  ProfileRegion region("optimizer.zero_grad");
   for (const auto& p : params_) p.var.zero_grad();
 }
 

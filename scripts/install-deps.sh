@@ -2,14 +2,17 @@
 # Installs everything headlab needs from Debian 12's apt. Safe to re-run: fast when all is present.
 # libopenblas0-pthread is installed next to the OpenMP build on purpose: it keeps the system's
 # default libblas.so.3 (used by PyTorch and numpy) the pthread build, while headlab links the
-# OpenMP build from its own directory (see CMakeLists.txt).
+# OpenMP build from its own directory (see CMakeLists.txt). chromium, chromium-driver and
+# python3-selenium run the reports' browser tests ("report: browser ...").
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libdnnl-dev ocl-icd-opencl-dev
   libopenblas-openmp-dev libopenblas0-pthread
   libfmt-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
+  libxxhash-dev
   python3 python3-numpy
+  chromium chromium-driver python3-selenium
 )
 for flag in "$@"; do
   case "$flag" in

@@ -16,8 +16,9 @@
 
 #include <omp.h>
 
-#include "core/kernels/attention_gemm.h"
-#include "core/kernels/attention_softmax.h"
+#include "core/kernels/simd/attention_blocks.h"
+#include "core/kernels/simd/attention_gemm.h"
+#include "core/kernels/simd/attention_softmax.h"
 #include "core/kernels/backends.h"
 #include "core/kernels/fast.h"
 #include "core/tensor.h"
@@ -85,39 +86,207 @@ HEADLAB_INLINE void head_backward(const Head& h, const float* qkv, const float* 
   mm(ds, 1, t, qkv + h.q_off(), ld, dqkv + h.k_off(), ld, t, n, t, d.scale, accumulate);  // dK
 }
 
+// ---- prefetching: a head's rows of qkv are 3 h d floats apart, so its Q, K and V lines are
+// spread over T rows (three lines per row for d = 16) that the hardware prefetchers, which follow
+// streams within a page, mostly miss: each would be a demand miss from L3 or memory. The next
+// head's lines are requested while this one computes.
+
+// The lines of rows [0, rows) of `cols` floats each, rows `ld` apart.
+HEADLAB_INLINE void prefetch_rows(const float* p, int64_t rows, int64_t cols, int64_t ld,
+                                  bool write) {
+  constexpr int64_t kLine = 16;  // floats per 64-byte cache line
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += kLine) {
+      if (write)
+        __builtin_prefetch(p + r * ld + c, 1, 3);
+      else
+        __builtin_prefetch(p + r * ld + c, 0, 3);
+    }
+}
+
+// What head x reads in the forward (Q, K, V, the dropout multipliers) and writes (P, P', O).
+HEADLAB_INLINE void prefetch_forward(const AttentionDesc& d, int64_t x, const float* qkv,
+                                     const float* p, const float* p_drop, const float* out) {
+  if (x >= d.batch * d.heads) return;
+  const Head h{d, x / d.heads, x % d.heads};
+  const int64_t tt = d.len * d.len;
+  for (int part = 0; part < 3; ++part)
+    prefetch_rows(qkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), false);
+  prefetch_rows(p + h.bh() * tt, 1, tt, 0, true);
+  prefetch_rows(out + h.o_off(), d.len, d.dim, h.ldo(), true);
+  if (d.dropout_mask) {
+    prefetch_rows(d.dropout_mask + h.bh() * tt, 1, tt, 0, false);
+    prefetch_rows(p_drop + h.bh() * tt, 1, tt, 0, true);
+  }
+}
+
+// What head x reads in the backward (Q, K, V, dO, P, P' and the multipliers) and the dqkv lines
+// it adds into.
+HEADLAB_INLINE void prefetch_backward(const AttentionDesc& d, int64_t x, const float* qkv,
+                                      const float* p, const float* p_drop, const float* dout,
+                                      const float* dqkv) {
+  if (x >= d.batch * d.heads) return;
+  const Head h{d, x / d.heads, x % d.heads};
+  const int64_t tt = d.len * d.len;
+  for (int part = 0; part < 3; ++part) {
+    prefetch_rows(qkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), false);
+    prefetch_rows(dqkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), true);
+  }
+  prefetch_rows(dout + h.o_off(), d.len, d.dim, h.ldo(), false);
+  prefetch_rows(p + h.bh() * tt, 1, tt, 0, false);
+  if (d.dropout_mask) {
+    prefetch_rows(p_drop + h.bh() * tt, 1, tt, 0, false);
+    prefetch_rows(d.dropout_mask + h.bh() * tt, 1, tt, 0, false);
+  }
+}
+
+// Heads ahead that are prefetched.
+constexpr int64_t kAhead = 2;
+
+// Floats of scratch per thread: K^T (forward) or V^T and dS (backward), rows padded to whole
+// vectors for the register blocks.
+int64_t scratch_per_head(const AttentionDesc& d, bool backward) {
+  const int64_t width = (d.len + 15) / 16 * 16;
+  return d.dim * width + (backward ? d.len * d.len : 0);
+}
+
+// ---- the AVX-512 heads: rows of at most 64 keys in register blocks (attention_blocks.h)
+
+// Runs block.template operator()<N>(r) over rows r of [0, rows) in blocks of R (the last one
+// shorter).
+template <int R, class Block>
+HEADLAB_INLINE void row_blocks(int64_t rows, Block&& block) {
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) block.template operator()<R>(r);
+  with_rows<R - 1>(rows - r, [&]<int N>() { block.template operator()<N>(r); });
+}
+
+template <int NV>
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void forward_blocks(const Head& h, const float* qkv, float* pr,
+                                                         float* pd, const float* kt) {
+  const AttentionDesc& d = h.d;
+  const int64_t t = d.len, ld = h.ld();
+  const float* q = qkv + h.q_off();
+  const float* dm = d.dropout_mask ? d.dropout_mask + h.bh() * t * t : nullptr;
+  const KeyLanes kl = key_lanes(t, d.key_padding_mask ? d.key_padding_mask + h.b * t : nullptr);
+  row_blocks<kScoreRows<NV>>(t, [&]<int N>(int64_t r) HEADLAB_AVX512_TARGET {
+    scores_block<N, NV>(q + r * ld, ld, kt, d.dim, d.scale, kl,
+                        d.attn_mask ? d.attn_mask + r * t : nullptr, t, pr + r * t,
+                        pd ? pd + r * t : nullptr, dm ? dm + r * t : nullptr);
+  });
+}
+
+template <int NV>
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void backward_blocks(const Head& h, const float* dout,
+                                                          const float* pr, const float* mult,
+                                                          const float* vt, float* ds) {
+  const AttentionDesc& d = h.d;
+  const int64_t t = d.len;
+  const KeyLanes kl = key_lanes(t, nullptr);  // masked keys have P = 0: dS is 0 there
+  row_blocks<kScoreRows<NV>>(t, [&]<int N>(int64_t r) HEADLAB_AVX512_TARGET {
+    dscores_block<N, NV>(dout + r * h.ldo(), h.ldo(), vt, d.dim, kl, t, pr + r * t,
+                         mult ? mult + r * t : nullptr, ds + r * t);
+  });
+}
+
+struct HeadsAvx512 {
+  HEADLAB_AVX512_TARGET void forward(const Head& h, const float* qkv, float* p, float* p_drop,
+                                     float* out, float* scratch) const {
+    const AttentionDesc& d = h.d;
+    const int64_t t = d.len, n = d.dim, ld = h.ld(), width = (t + 15) / 16 * 16;
+    if (t > 64) return head_forward(h, qkv, p, p_drop, out, scratch, MmAvx512{}, RowAvx512{});
+    float* pr = p + h.bh() * t * t;
+    float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : nullptr;
+    transpose_to_lanes(qkv + h.k_off(), ld, t, n, scratch, width);  // K^T [d, 16 nv]
+    switch (width / 16) {
+      case 1: forward_blocks<1>(h, qkv, pr, pd, scratch); break;
+      case 2: forward_blocks<2>(h, qkv, pr, pd, scratch); break;
+      case 3: forward_blocks<3>(h, qkv, pr, pd, scratch); break;
+      default: forward_blocks<4>(h, qkv, pr, pd, scratch); break;
+    }
+    mm_avx512(pd ? pd : pr, t, 1, qkv + h.v_off(), ld, out + h.o_off(), h.ldo(), t, n, t, 1.0f,
+              false);  // O = P' V
+  }
+  HEADLAB_AVX512_TARGET void backward(const Head& h, const float* qkv, const float* p,
+                                      const float* p_drop, const float* dout, float* dqkv,
+                                      bool acc, float* scratch) const {
+    const AttentionDesc& d = h.d;
+    const int64_t t = d.len, n = d.dim, ld = h.ld(), width = (t + 15) / 16 * 16;
+    if (t > 64)
+      return head_backward(h, qkv, p, p_drop, dout, dqkv, acc, scratch, MmAvx512{});
+    const float* pr = p + h.bh() * t * t;
+    const float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : pr;
+    const float* mult = d.dropout_mask ? d.dropout_mask + h.bh() * t * t : nullptr;
+    const float* d_o = dout + h.o_off();
+    float* vt = scratch;
+    float* ds = scratch + n * width;
+    transpose_to_lanes(qkv + h.v_off(), ld, t, n, vt, width);  // V^T [d, 16 nv]
+    switch (width / 16) {
+      case 1: backward_blocks<1>(h, d_o, pr, mult, vt, ds); break;
+      case 2: backward_blocks<2>(h, d_o, pr, mult, vt, ds); break;
+      case 3: backward_blocks<3>(h, d_o, pr, mult, vt, ds); break;
+      default: backward_blocks<4>(h, d_o, pr, mult, vt, ds); break;
+    }
+    mm_avx512(pd, 1, t, d_o, h.ldo(), dqkv + h.v_off(), ld, t, n, t, 1.0f, acc);  // dV = P'^T dO
+    mm_avx512(ds, t, 1, qkv + h.k_off(), ld, dqkv + h.q_off(), ld, t, n, t, d.scale,
+              acc);  // dQ = scale dS K
+    mm_avx512(ds, 1, t, qkv + h.q_off(), ld, dqkv + h.k_off(), ld, t, n, t, d.scale,
+              acc);  // dK = scale dS^T Q
+  }
+};
+
+struct HeadsPortable {
+  void forward(const Head& h, const float* qkv, float* p, float* p_drop, float* out,
+               float* scratch) const {
+    head_forward(h, qkv, p, p_drop, out, scratch, MmPortable{}, RowPortable{});
+  }
+  void backward(const Head& h, const float* qkv, const float* p, const float* p_drop,
+                const float* dout, float* dqkv, bool acc, float* scratch) const {
+    head_backward(h, qkv, p, p_drop, dout, dqkv, acc, scratch, MmPortable{});
+  }
+};
+
 // The parallel loops live in the wrappers, so OpenMP's outlined bodies get the wrapper's ISA.
-#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR, MM, ROW)                                               \
+#define HEADLAB_DEFINE_BUILD(SUFFIX, ATTR, HEADS)                                                 \
   ATTR void forward_##SUFFIX(const AttentionDesc& d, const float* qkv, float* p, float* p_drop,   \
                              float* out, float* scratch, int nt) {                                \
-    const int64_t heads = d.batch * d.heads, per = d.dim * d.len;                                 \
+    const int64_t heads = d.batch * d.heads, per = scratch_per_head(d, false);                    \
     if (nt == 1) {                                                                                \
-      for (int64_t x = 0; x < heads; ++x)                                                         \
-        head_forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out, scratch, MM, ROW);   \
+      for (int64_t x = 0; x < heads; ++x) {                                                       \
+        prefetch_forward(d, x + kAhead, qkv, p, p_drop, out);                                                          \
+        HEADS.forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out, scratch);           \
+      }                                                                                           \
       return;                                                                                     \
     }                                                                                             \
     _Pragma("omp parallel for num_threads(nt) schedule(static)")                                  \
-    for (int64_t x = 0; x < heads; ++x)                                                           \
-      head_forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out,                        \
-                   scratch + per * omp_get_thread_num(), MM, ROW);                                \
+    for (int64_t x = 0; x < heads; ++x) {                                                         \
+      prefetch_forward(d, x + kAhead, qkv, p, p_drop, out);                                                            \
+      HEADS.forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out,                       \
+                    scratch + per * omp_get_thread_num());                                        \
+    }                                                                                             \
   }                                                                                               \
   ATTR void backward_##SUFFIX(const AttentionDesc& d, const float* qkv, const float* p,           \
                               const float* p_drop, const float* dout, float* dqkv,                \
                               bool accumulate, float* scratch, int nt) {                          \
-    const int64_t heads = d.batch * d.heads, per = d.dim * d.len + d.len * d.len;                 \
+    const int64_t heads = d.batch * d.heads, per = scratch_per_head(d, true);                     \
     if (nt == 1) {                                                                                \
-      for (int64_t x = 0; x < heads; ++x)                                                         \
-        head_backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate,  \
-                      scratch, MM);                                                               \
+      for (int64_t x = 0; x < heads; ++x) {                                                       \
+        prefetch_backward(d, x + kAhead, qkv, p, p_drop, dout, dqkv);                                  \
+        HEADS.backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate, \
+                       scratch);                                                                  \
+      }                                                                                           \
       return;                                                                                     \
     }                                                                                             \
     _Pragma("omp parallel for num_threads(nt) schedule(static)")                                  \
-    for (int64_t x = 0; x < heads; ++x)                                                           \
-      head_backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate,    \
-                    scratch + per * omp_get_thread_num(), MM);                                    \
+    for (int64_t x = 0; x < heads; ++x) {                                                         \
+      prefetch_backward(d, x + kAhead, qkv, p, p_drop, dout, dqkv);                                    \
+      HEADS.backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate,   \
+                     scratch + per * omp_get_thread_num());                                       \
+    }                                                                                             \
   }
 
-HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET, MmAvx512{}, RowAvx512{})
-HEADLAB_DEFINE_BUILD(portable, , MmPortable{}, RowPortable{})
+HEADLAB_DEFINE_BUILD(avx512, HEADLAB_AVX512_TARGET, HeadsAvx512{})
+HEADLAB_DEFINE_BUILD(portable, , HeadsPortable{})
 
 // Threads for the heads of one call: the products dominate (about 4 T^2 d flops per head and
 // direction), counted in floats' worth of work as threads_for expects.
@@ -136,7 +305,7 @@ void FastKernels::attention_forward(const AttentionDesc& d, const float* qkv, fl
   detail::observe_attention(d, false);
   if (d.batch == 0 || d.heads == 0 || d.len == 0) return;
   const int nt = fast::heads_threads(d);
-  Tensor scratch = Tensor::empty({std::max<int64_t>(1, d.dim * d.len * nt)});
+  Tensor scratch = Tensor::empty({std::max<int64_t>(1, fast::scratch_per_head(d, false) * nt)});
   if (fast::avx512_enabled())
     return fast::forward_avx512(d, qkv, p, p_drop, out, scratch.data(), nt);
   fast::forward_portable(d, qkv, p, p_drop, out, scratch.data(), nt);
@@ -148,7 +317,7 @@ void FastKernels::attention_backward(const AttentionDesc& d, const float* qkv, c
   detail::observe_attention(d, true);
   if (d.batch == 0 || d.heads == 0 || d.len == 0) return;
   const int nt = fast::heads_threads(d);
-  Tensor scratch = Tensor::empty({std::max<int64_t>(1, (d.dim * d.len + d.len * d.len) * nt)});
+  Tensor scratch = Tensor::empty({std::max<int64_t>(1, fast::scratch_per_head(d, true) * nt)});
   if (fast::avx512_enabled())
     return fast::backward_avx512(d, qkv, p, p_drop, dout, dqkv, accumulate, scratch.data(), nt);
   fast::backward_portable(d, qkv, p, p_drop, dout, dqkv, accumulate, scratch.data(), nt);

@@ -6,7 +6,10 @@
 //     FastKernels           fast.cpp, fast_layer_norm.cpp, attention_fast.cpp: the vectorized
 //                           fused kernels and attention (fast.h)
 //       BlasKernels         blas.cpp: OpenBLAS products, the reference loops for the plain ops
-//       OneDnnKernels       onednn.cpp, onednn_fused.cpp: oneDNN primitives (onednn_cache.h)
+//       OneDnnKernels       onednn.cpp, onednn_fused.cpp: oneDNN primitives (onednn_cache.h);
+//                           its products run headlab's own GEMM where the CPU has AVX-512
+//   simd/                   the AVX-512 building blocks: the GEMM (gemm.h), the attention's
+//                           small products, score-row softmax and register blocks, avx512.h
 //
 // The GEMM observer is notified in two places only, ReferenceKernels and FastKernels (whose
 // flavours implement the unobserved matmul hooks).

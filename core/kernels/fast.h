@@ -35,6 +35,19 @@ void bias_act(float* c, int64_t rows, int64_t cols, const float* bias, bool relu
 // True when the AVX-512 builds run.
 bool avx512_enabled();
 
+// Softmax and log-softmax over each row of [rows, cols] (Kernels::softmax_forward and
+// log_softmax_forward's contracts, -inf entries and all -inf rows included), AVX-512 only: the
+// onednn flavour's where avx512_enabled() (no oneDNN primitive, so no allocation per call).
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols);
+void log_softmax_rows(const float* x, float* y, int64_t rows, int64_t cols);
+// LayerNorm forward and backward (Kernels::layer_norm_forward / _backward's contracts), AVX-512
+// only, likewise (fast_layer_norm.cpp).
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                        float* mean, float* rstd, int64_t rows, int64_t cols, float eps);
+void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, int64_t rows,
+                         int64_t cols);
+
 // Threads for a kernel over `work` floats: OpenMP's count when there is enough work to share,
 // else 1 (a parallel region costs microseconds).
 int threads_for(int64_t work);

@@ -6,8 +6,10 @@
 //              where it matters. The oracle in tests.
 //   blas       FastKernels with OpenBLAS cblas_sgemm for matrix products; softmax, LayerNorm and
 //              the activations from the reference loops (OpenBLAS has none).
-//   onednn     FastKernels with oneDNN primitives for matrix products (bias and ReLU fused into
-//              gemm_bias_act), softmax, layer normalization and the activations.
+//   onednn     FastKernels with oneDNN primitives for softmax, layer normalization and the
+//              activations; matrix products by headlab's own AVX-512 GEMM where the CPU has
+//              AVX-512 (simd/gemm.h; bias and ReLU fused into gemm_bias_act), by oneDNN's matmul
+//              elsewhere.
 //
 // FastKernels' own are the fused kernels and the fused attention: vectorized loops (AVX-512
 // where the CPU has it), the same on both fast backends.

@@ -1,5 +1,10 @@
-// The onednn flavour of FastKernels: matmul, softmax, log-softmax, layer normalization and
-// eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h.
+// The onednn flavour of FastKernels: softmax and log-softmax backward, layer normalization and
+// eltwise primitives (oneDNN 2.x operation-descriptor API), cached per shape in onednn_cache.h;
+// where the CPU has AVX-512 the softmax and log-softmax forwards (fast_softmax.cpp) and the
+// layer normalization (fast_layer_norm.cpp) by headlab's vectorized loops instead; matrix
+// products by headlab's own GEMM where the CPU has AVX-512 (gemm.h: faster than oneDNN's
+// matmul at these shapes, allocation-free, and beta = 1 adds exactly the beta = 0 result),
+// oneDNN's matmul primitive elsewhere.
 
 #include <algorithm>
 #include <array>
@@ -7,6 +12,8 @@
 #include <limits>
 
 #include "core/kernels/backends.h"
+#include "core/kernels/fast.h"
+#include "core/kernels/simd/gemm.h"
 #include "core/kernels/onednn_cache.h"
 
 namespace headlab {
@@ -139,6 +146,7 @@ size_t onednn_cached_primitives() {
 }
 
 void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b, float* c) const {
+  if (fast::own_gemm_available()) return fast::gemm(desc, a, b, c);
   GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;
   if (d.k == 0) return scale_only(d, c);
@@ -154,6 +162,7 @@ void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b,
 
 void OneDnnKernels::softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const {
   if (rows == 0 || cols == 0) return;
+  if (fast::avx512_enabled()) return fast::softmax_rows(x, y, rows, cols);
   softmax_entry<dnnl::softmax_forward>(Op::softmax_fwd, rows, cols).execute({x, y});
   fix_masked_rows(x, y, rows, cols, 0.0f);
 }
@@ -168,6 +177,7 @@ void OneDnnKernels::softmax_backward(const float* y, const float* dy, float* dx,
 void OneDnnKernels::log_softmax_forward(const float* x, float* y, int64_t rows,
                                         int64_t cols) const {
   if (rows == 0 || cols == 0) return;
+  if (fast::avx512_enabled()) return fast::log_softmax_rows(x, y, rows, cols);
   softmax_entry<dnnl::logsoftmax_forward>(Op::log_softmax_fwd, rows, cols).execute({x, y});
   fix_masked_rows(x, y, rows, cols, kNegInf);
 }
@@ -186,6 +196,8 @@ void OneDnnKernels::layer_norm_forward(const float* x, const float* gamma, const
                                        float* y, float* mean, float* rstd, int64_t rows,
                                        int64_t cols, float eps) const {
   if (rows == 0 || cols == 0) return;
+  if (fast::avx512_enabled())
+    return fast::layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, cols, eps);
   const auto flags = norm_flags(gamma != nullptr, beta != nullptr);
   Entry& e = onednn::cached(
       make_key(Op::layer_norm_fwd, static_cast<uint32_t>(flags), {rows, cols}, eps), [&](Entry& f) {
@@ -222,6 +234,8 @@ void OneDnnKernels::layer_norm_backward(const float* x, const float* gamma, cons
                                         const float* rstd, const float* dy, float* dx,
                                         float* dgamma, float* dbeta, int64_t rows,
                                         int64_t cols) const {
+  if (fast::avx512_enabled())
+    return fast::layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, rows, cols);
   if (cols == 0) return;
   if (rows == 0) {
     if (dgamma) std::fill_n(dgamma, cols, 0.0f);

@@ -1,9 +1,10 @@
-// gemm_bias_act on oneDNN: one matmul primitive with the bias as its bias argument and ReLU as
+// gemm_bias_act on oneDNN (where headlab's own GEMM, gemm.h, does not run): one matmul primitive with the bias as its bias argument and ReLU as
 // an eltwise post-op, so the epilogue costs no pass over C. Cached per shape like the flavour's
 // other primitives (onednn_cache.h); the key's flag bits 8 and 9 keep these entries apart from
 // the plain matmul's (which uses bits 0 and 1 for the transposes).
 
 #include "core/kernels/backends.h"
+#include "core/kernels/simd/gemm.h"
 #include "core/kernels/onednn_cache.h"
 
 namespace headlab {
@@ -24,6 +25,7 @@ memory::desc operand_desc(int64_t rows, int64_t cols, bool transposed, int64_t l
 
 void OneDnnKernels::matmul_bias_act(const GemmDesc& desc, const float* a, const float* b,
                                     const float* bias, bool relu, float* c) const {
+  if (fast::own_gemm_available()) return fast::gemm(desc, a, b, c, bias, relu);
   const GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0) return;
   if (d.k == 0) {  // C = act(bias): the product is empty

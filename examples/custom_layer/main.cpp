@@ -65,8 +65,10 @@ int main(int argc, char** argv) {
     for (int i = 3; i + 1 < argc; i += 2)
       if (std::string(argv[i]) == "--set") overrides.emplace_back(argv[i + 1]);
     headlab::Config config = headlab::load_config(argv[1], overrides);
-    headlab::check_run_dir(argv[2], false);
     headlab::Trainer trainer(config, argv[2]);
+    // The run directory is this program's until it exits (train/run/run_dir.h).
+    const headlab::RunDirClaim claim =
+        headlab::claim_run_dir(argv[2], headlab::RunDirUse::overwrite);
     const auto* norm = dynamic_cast<custom::RMSNorm*>(trainer.model().layer(0).norm1.get());
     const int64_t estimated = headlab::estimate_memory(config).parameters;
     std::printf("model: %lld parameters (estimated before building: %lld), norm slot holds %s\n",

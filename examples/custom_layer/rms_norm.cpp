@@ -78,7 +78,7 @@ int64_t count_rms_norm_parameters(headlab::LayerOptions& o) {
 }
 
 // The one line that makes "rms_norm" available to configs.
-static const headlab::LayerRegistrar rms_norm_registrar("rms_norm", make_rms_norm,
-                                                        count_rms_norm_parameters);
+static const headlab::LayerRegistrar rms_norm_registrar("rms_norm", headlab::LayerKind::norm,
+                                                        make_rms_norm, count_rms_norm_parameters);
 
 }  // namespace custom

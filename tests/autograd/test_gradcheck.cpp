@@ -13,7 +13,7 @@
 
 #include "autograd/grad.h"
 #include "autograd/gradcheck.h"
-#include "autograd/op_checks.h"
+#include "autograd/checks/op_checks.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "core/error.h"
@@ -69,7 +69,7 @@ TEST_CASE("autograd: every differentiable op in ops.h has a gradcheck case") {
     covered.insert(c.name);
   }
   const std::vector<std::string> names = differentiable_op_names();
-  CHECK(names.size() == 26);
+  CHECK(names.size() == 38);  // the issue asks for at least 30
   for (const std::string& name : names) {
     INFO(name);
     CHECK(covered.count(name) == 1);

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/kernels/kernels.h"
 #include "core/kernels/backends.h"
+#include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "tests/core/kernel_test_util.h"
@@ -303,27 +303,26 @@ TEST_CASE("core: relu and gelu parity, forward and backward") {
 }
 
 TEST_CASE("core: onednn primitives are cached per shape and per thread count") {
+  // GELU runs a oneDNN eltwise primitive on every CPU (products, softmax forwards and layer
+  // normalization take headlab's own kernels where the CPU has AVX-512).
   Rng rng(51);
   const Kernels& k = kernels_for(Backend::onednn);
   const int saved = num_threads();
-  GemmDesc d;
-  d.m = 33, d.n = 31, d.k = 29;
-  const auto a = random_vec(33 * 29, rng), b = random_vec(29 * 31, rng);
-  std::vector<float> c(33 * 31), want(33 * 31);
-  kernels_for(Backend::reference).gemm(d, a.data(), b.data(), want.data());
+  const int64_t n = 33 * 29;
+  const auto x = random_vec(n, rng);
+  std::vector<float> y(n), want(n);
+  kernels_for(Backend::reference).gelu_forward(x.data(), want.data(), n);
   set_num_threads(1);
-  k.gemm(d, a.data(), b.data(), c.data());
+  k.gelu_forward(x.data(), y.data(), n);
   const size_t after_first = onednn_cached_primitives();
-  k.gemm(d, a.data(), b.data(), c.data());
+  k.gelu_forward(x.data(), y.data(), n);
   CHECK(onednn_cached_primitives() == after_first);  // same shape: no new primitive
   set_num_threads(2);
-  std::fill(c.begin(), c.end(), 0.0f);
-  k.gemm(d, a.data(), b.data(), c.data());
+  std::fill(y.begin(), y.end(), 0.0f);
+  k.gelu_forward(x.data(), y.data(), n);
   CHECK(onednn_cached_primitives() == after_first + 1);  // new thread count: new primitive
-  CHECK(worst(c, want, 1e-5, 1e-5) <= 0.0);
-  d.m = 34;  // a new shape
-  std::vector<float> a2(34 * 29, 0.5f), c2(34 * 31);
-  k.gemm(d, a2.data(), b.data(), c2.data());
+  CHECK(worst(y, want, 1e-5, 1e-6) <= 0.0);
+  k.gelu_forward(x.data(), y.data(), n - 1);  // a new shape
   CHECK(onednn_cached_primitives() == after_first + 2);
   set_num_threads(saved);
 }
@@ -346,11 +345,18 @@ TEST_CASE("core: onednn kernels are safe to call from several threads at once") 
       const auto a = random_vec(m * k, rng), b = random_vec(k * n, rng);
       std::vector<float> want(d.m * d.n), c(d.m * d.n);
       kernels_for(Backend::reference).gemm(d, a.data(), b.data(), want.data());
+      // GELU: a oneDNN primitive per shape, shared by each pair of threads.
+      const int64_t cols = k - t % 2;
+      std::vector<float> sm_want(a.size()), sm(a.size());
+      kernels_for(Backend::reference).gelu_forward(a.data(), sm_want.data(), m * cols);
       for (int it = 0; it < 1000; ++it) {
         std::fill(c.begin(), c.end(), 0.0f);
         kernels_for(Backend::onednn).gemm(d, a.data(), b.data(), c.data());
         for (size_t i = 0; i < c.size(); ++i)
           if (std::fabs(c[i] - want[i]) > 1e-4f) ++bad[t];
+        kernels_for(Backend::onednn).gelu_forward(a.data(), sm.data(), m * cols);
+        for (int64_t i = 0; i < m * cols; ++i)
+          if (std::fabs(sm[i] - sm_want[i]) > 1e-4f) ++bad[t];
       }
     });
   for (auto& th : threads) th.join();
@@ -382,4 +388,16 @@ TEST_CASE("core: backend names parse and auto resolves to a fixed backend") {
   CHECK(parse_backend("auto") == resolve_auto_backend());
   CHECK(std::string(backend_name(parse_backend("auto"))) != "auto");
   CHECK_THROWS_WITH_AS(parse_backend("mkl"), doctest::Contains("mkl"), Error);
+}
+
+TEST_CASE("core: OpenBLAS core names map to the vector width of their kernels") {
+  CHECK(openblas_core_vector_bits("Haswell") == 256);
+  CHECK(openblas_core_vector_bits("Zen") == 256);
+  CHECK(openblas_core_vector_bits("SkylakeX") == 512);
+  CHECK(openblas_core_vector_bits("COOPERLAKE") == 512);
+  CHECK(openblas_core_vector_bits("Prescott") == 128);
+  const BlasInfo info = blas_info();  // whatever this machine runs: consistent fields
+  CHECK(info.core_vector_bits == openblas_core_vector_bits(info.core_name));
+  CHECK(info.cpu_vector_bits >= 128);
+  CHECK(openblas_core_vector_bits(info.best_core) == info.cpu_vector_bits);
 }

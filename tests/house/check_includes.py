@@ -35,6 +35,7 @@ THIRD_PARTY = [
     (re.compile(r"^cblas\.h$"), "openblas"),
     (re.compile(r"^omp\.h$"), "OpenMP"),
     (re.compile(r"^mpi\.h$"), "MPI"),
+    (re.compile(r"^xxhash\.h$"), "xxhash"),
     (re.compile(r"^doctest/"), "doctest"),
 ]
 

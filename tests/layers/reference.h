@@ -72,11 +72,13 @@ struct RefAttention {
 // The seed's per-head formula with separate slices W_i^Q, W_i^K, W_i^V of the fused weights:
 //   head_i = softmax(Q W_i^Q (K W_i^K)^T / sqrt(d_k) + mask) V W_i^V
 //   out = Concat(g_1 head_1, ..., g_h head_h) W^O + b_o
-// Masked keys (nonzero mask) are left out of the softmax; a row with no key gives zeros.
+// Masked keys (nonzero mask) are left out of the softmax; a row with no key gives zeros. A
+// score_bias [h, T, S] is added to head i's scores (MultiHeadAttention::attention_bias).
 inline RefAttention ref_attention(const MultiHeadAttention& mha, const Tensor& query,
                                   const Tensor& key, const Tensor& value,
                                   const Tensor* key_padding_mask, const Tensor* attn_mask,
-                                  const std::vector<double>& gate) {
+                                  const std::vector<double>& gate,
+                                  const Tensor* score_bias = nullptr) {
   const int64_t B = query.size(0), T = query.size(1), S = key.size(1), D = query.size(2);
   const int64_t H = mha.heads(), d = mha.head_dim();
   const Tensor &wq = mha.w_q->weight.value(), &wk = mha.w_k->weight.value(),
@@ -112,6 +114,7 @@ inline RefAttention ref_attention(const MultiHeadAttention& mha, const Tensor& q
           if (attn_mask && (*attn_mask)[t * S + s] != 0) keep[s] = false;
           for (int64_t c = 0; c < d; ++c) score[s] += q[t * d + c] * k[s * d + c];
           score[s] /= std::sqrt(static_cast<double>(d));
+          if (score_bias) score[s] += (*score_bias)[(i * T + t) * S + s];
           if (keep[s]) mx = std::max(mx, score[s]);
         }
         double z = 0;

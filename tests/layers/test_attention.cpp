@@ -38,7 +38,42 @@ bool all_finite(const Tensor& t) {
   return true;
 }
 
+// A subclass with a fixed additive score bias [h, T, S] (the attention_bias extension point).
+class BiasedAttention : public MultiHeadAttention {
+ public:
+  BiasedAttention(const MultiHeadAttentionOptions& o, Rng& rng, Tensor bias)
+      : MultiHeadAttention(o, rng), bias_(std::move(bias)) {}
+  Tensor bias_;
+
+ protected:
+  Var attention_bias(int64_t, int64_t) override { return Var(bias_); }
+};
+
 }  // namespace
+
+TEST_CASE("layers: an attention_bias is added to each head's scores, before the masks") {
+  Rng rng(11);
+  const int64_t h = 2, t = 3, s = 4;
+  Tensor bias = randn({h, t, s}, rng);
+  bias[0 * t * s + 1 * s + 2] = -1e9f;  // head 0, query 1 cannot see key 2: like a mask
+  BiasedAttention mha({8, h}, rng, bias);
+  Inputs in = make_inputs(rng, 2, t, s, 8, true);
+  const Tensor causal = causal_mask(t, s);
+  mha.set_head_mask(std::vector<float>{1.0f, 0.5f});
+  AttentionOutput out = mha.forward(Var(in.q), Var(in.k), Var(in.v), nullptr, &causal, true);
+  RefAttention ref = ref_attention(mha, in.q, in.k, in.v, nullptr, &causal, {1.0, 0.5}, &bias);
+  CHECK(max_abs_diff(out.output.value(), ref.output) < 1e-4);
+  CHECK(max_abs_diff(out.weights.value(), ref.weights) < 1e-5);
+  CHECK(out.weights.value()[1 * s + 2] < 1e-6f);  // [b 0, head 0, query 1, key 2]
+  // Self-attention with a bias takes the per-head path too (the fused kernel has no bias).
+  Rng rng2(11);
+  BiasedAttention self({8, h}, rng2, Tensor::zeros({h, 5, 5}));
+  Var x(randn({2, 5, 8}, rng2));
+  CHECK(self.forward(x).shape() == Shape{2, 5, 8});
+  CHECK_THROWS_WITH_AS(
+      self.forward(Var(randn({2, 4, 8}, rng2))),
+      doctest::Contains("attention_bias shape is [2, 5, 5] but expected [2, 4, 4]"), Error);
+}
 
 TEST_CASE("layers: multi_head_attention output and per-head weight shapes") {
   Rng rng(1);
@@ -60,9 +95,9 @@ TEST_CASE("layers: multi_head_attention equals the seed's per-head formula") {
     MultiHeadAttentionOptions options;
     bool cross;
   };
-  for (const Setup& setup : {Setup{"self, 2 heads", {8, 2}, false},
-                             Setup{"cross, 4 heads", {8, 4}, true},
-                             Setup{"head_dim 3 with 4 heads over d_model 6", {6, 4, 3}, true}}) {
+  for (const Setup& setup :
+       {Setup{"self, 2 heads", {8, 2}, false}, Setup{"cross, 4 heads", {8, 4}, true},
+        Setup{"head_dim 3 with 4 heads over d_model 6", {6, 4, 3}, true}}) {
     CAPTURE(setup.name);
     Rng rng(7);
     MultiHeadAttention mha(setup.options, rng);
@@ -168,8 +203,8 @@ TEST_CASE("layers: multi_head_attention rejects bad options, inputs and masks") 
   CHECK_THROWS_WITH_AS(MultiHeadAttention({64, 5}, rng),
                        doctest::Contains("heads = 5 does not divide d_model = 64"), Error);
   CHECK_NOTHROW(MultiHeadAttention({64, 5, 8}, rng));  // explicit head_dim: W^O maps 40 -> 64
-  CHECK_THROWS_WITH_AS(MultiHeadAttention({8, 2, 0, 1.0f}, rng),
-                       doctest::Contains("attn_dropout"), Error);
+  CHECK_THROWS_WITH_AS(MultiHeadAttention({8, 2, 0, 1.0f}, rng), doctest::Contains("attn_dropout"),
+                       Error);
   MultiHeadAttention mha({8, 2}, rng);
   Var x(randn({2, 3, 8}, rng));
   Var bad(randn({2, 3, 6}, rng));

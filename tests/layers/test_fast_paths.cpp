@@ -1,10 +1,11 @@
 // MultiHeadAttention's fast path (self-attention: one GEMM for Q, K and V, then the fused
-// self_attention op) computes the same function as its generic path (separate projections,
+// self_attention op, and head_gate_merged when the gate is not all ones) computes the same function as its generic path (separate projections,
 // split_heads, batched_matmul, masked_fill, softmax, dropout, merge_heads), values and
 // gradients, on every backend. The packed storage it relies on: test_packed_params.cpp.
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -23,10 +24,12 @@ TEST_CASE("layers: multi_head_attention fast path equals the generic path") {
     const char* name;
     bool masks;
     float attn_dropout;
+    bool gated = false;  // head 0 ablated, head 1 scaled, dL/dgate asked (the head analysis)
   };
   for (Backend be : kAllBackends)
     for (const Setup& s : {Setup{"plain", false, 0.0f}, Setup{"masks", true, 0.0f},
-                           Setup{"attention dropout", false, 0.3f}}) {
+                           Setup{"attention dropout", false, 0.3f},
+                           Setup{"gated heads", true, 0.0f, true}}) {
       BackendScope scope(be);
       INFO(std::string(backend_name(be)), " ", s.name);
       const int64_t b = 2, t = 5, d = 8;
@@ -34,6 +37,11 @@ TEST_CASE("layers: multi_head_attention fast path equals the generic path") {
       o.attn_dropout = s.attn_dropout;
       Rng r1(3), r2(3);
       MultiHeadAttention fast(o, r1), generic(o, r2);  // same parameters and dropout stream
+      if (s.gated)
+        for (MultiHeadAttention* m : {&fast, &generic}) {
+          m->set_head_mask(std::array{0.0f, 1.5f});
+          m->set_gate_requires_grad(true);
+        }
       Rng data(4);
       const Tensor x = randn({b, t, d}, data);
       Tensor kpm = Tensor::zeros({b, t}), causal = Tensor::zeros({t, t});
@@ -62,5 +70,6 @@ TEST_CASE("layers: multi_head_attention fast path equals the generic path") {
         REQUIRE(pf[i].var.has_grad());
         CHECK(max_abs_diff(pf[i].var.grad(), pg[i].var.grad()) < 1e-4);
       }
+      if (s.gated) CHECK(max_abs_diff(fast.head_gate().grad(), generic.head_gate().grad()) < 1e-4);
     }
 }

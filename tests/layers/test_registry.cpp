@@ -35,7 +35,8 @@ std::shared_ptr<SequenceLayer> make_test_scale_norm(LayerOptions& o) {
   return std::make_shared<TestScaleNorm>(d, s0);
 }
 
-const LayerRegistrar test_scale_norm_registrar("test_scale_norm", make_test_scale_norm);
+const LayerRegistrar test_scale_norm_registrar("test_scale_norm", LayerKind::norm,
+                                               make_test_scale_norm);
 
 template <class F>
 std::string error_of(F&& f) {
@@ -143,18 +144,53 @@ TEST_CASE("layers: a layer registered in one line fills the encoder's norm slot"
   CHECK_MESSAGE(r.pass, r.worst);
 }
 
-TEST_CASE("layers: the attention slot needs a MultiHeadAttention") {
+TEST_CASE("layers: every slot takes layers of its kind only, naming the ones that fit") {
   Rng rng(1);
   EncoderOptions o;
   o.attention_layer = {"layer_norm", {}};
   CHECK(error_of([&] { Encoder bad(o, rng); }) ==
-        "encoder_layer: layer 'layer_norm' cannot fill the attention slot: it is not a "
+        "encoder_layer: layer 'layer_norm' is of kind norm, but the attention slot takes layers of "
+        "kind attention: multi_head_attention");
+  o = EncoderOptions{};
+  o.norm_layer = {"dropout", {}};
+  CHECK(error_of([&] { Encoder bad(o, rng); }) ==
+        "encoder_layer: layer 'dropout' is of kind other, but the norm slot takes layers of kind "
+        "norm: layer_norm, test_plain_norm, test_scale_norm");
+  o = EncoderOptions{};
+  o.ffn_layer = {"linear", {}};
+  CHECK(error_of([&] { Encoder bad(o, rng); })
+            .find("the ffn slot takes layers of kind "
+                  "feed_forward: feed_forward") != std::string::npos);
+  o = EncoderOptions{};
+  o.positions_layer = {"softmax", {}};
+  CHECK(error_of([&] { Encoder bad(o, rng); }) ==
+        "encoder: layer 'softmax' is of kind other, but the positions slot takes layers of kind "
+        "positions: positional_encoding");
+  CHECK(layer_kind("multi_head_attention") == LayerKind::attention);
+  CHECK(layer_kind("test_scale_norm") == LayerKind::norm);
+  CHECK(registered_layers(LayerKind::other) ==
+        std::vector<std::string>{"dropout", "linear", "softmax"});
+  CHECK(std::string(layer_kind_name(LayerKind::feed_forward)) == "feed_forward");
+}
+
+TEST_CASE("layers: an attention-kind layer must still be a MultiHeadAttention") {
+  register_layer("test_not_attention", LayerKind::attention, make_test_scale_norm);
+  Rng rng(1);
+  EncoderOptions o;
+  o.attention_layer = {"test_not_attention", {}};
+  CHECK(error_of([&] { Encoder bad(o, rng); }) ==
+        "encoder_layer: layer 'test_not_attention' cannot fill the attention slot: it is not a "
         "MultiHeadAttention");
+  unregister_layer("test_not_attention");
+  CHECK_FALSE(has_layer("test_not_attention"));
+  unregister_layer("test_not_attention");  // unknown: a no-op
 }
 
 TEST_CASE("layers: registering a name twice or an empty factory is an error") {
-  CHECK_THROWS_WITH_AS(register_layer("layer_norm", make_test_scale_norm),
+  CHECK_THROWS_WITH_AS(register_layer("layer_norm", LayerKind::norm, make_test_scale_norm),
                        doctest::Contains("'layer_norm' is already registered"), Error);
-  CHECK_THROWS_WITH_AS(register_layer("nothing", LayerFactory{}),
+  CHECK_THROWS_WITH_AS(register_layer("nothing", LayerKind::norm, LayerFactory{}),
                        doctest::Contains("factory for 'nothing' is empty"), Error);
+  CHECK_THROWS_WITH_AS(unregister_layer("layer_norm"),
+                       doctest::Contains("'layer_norm' is a built-in layer"), Error);
 }

@@ -72,32 +72,53 @@ std::string RunResult::describe() const {
   return fmt::format("{}\n  after {:.2f} s: {}\n  stderr:\n{}", command, seconds, how, shown);
 }
 
-RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options) {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// An output of the child: the given path, a pipe nobody reads, or a capture file.
+int output_fd(const fs::path& path, bool closed_pipe, const fs::path& capture) {
+  if (closed_pipe) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("run_cli: pipe failed");
+    ::close(fds[0]);
+    return fds[1];
+  }
+  const fs::path& target = path.empty() ? capture : path;
+  const int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("run_cli: cannot open " + target.string());
+  return fd;
+}
+
+}  // namespace
+
+CliProcess::CliProcess(const std::vector<std::string>& args, const RunOptions& options)
+    : options_(options) {
   static int counter = 0;
   const fs::path base = fs::temp_directory_path() /
                         fmt::format("headlab-run-{}-{}", ::getpid(), counter++);
-  const fs::path out_path = base.string() + ".out", err_path = base.string() + ".err";
-
+  out_path_ = base.string() + ".out";
+  err_path_ = base.string() + ".err";
   std::vector<std::string> argv_s = {HEADLAB_CLI};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s = merged_environment(options.env);
   std::vector<char*> argv = c_strings(argv_s), envp = c_strings(env_s);
   const std::string cwd = options.cwd.empty() ? source_dir().string() : options.cwd.string();
-  RunResult r;
-  for (const auto& a : argv_s) r.command += (r.command.empty() ? "" : " ") + a;
-
-  const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out_fd < 0 || err_fd < 0) throw std::runtime_error("run_cli: cannot create output files");
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("run_cli: fork failed");
-  if (pid == 0) {
+  for (const auto& a : argv_s) result_.command += (result_.command.empty() ? "" : " ") + a;
+  const int out_fd = output_fd(options.stdout_path, options.stdout_closed_pipe, out_path_);
+  const int err_fd = output_fd(options.stderr_path, options.stderr_closed_pipe, err_path_);
+  start_ = now_seconds();
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("run_cli: fork failed");
+  if (pid_ == 0) {
     // Only async-signal-safe calls between fork and exec.
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, 0);
+    ::signal(SIGPIPE, SIG_DFL);
     if (options.file_size_limit != RLIM_INFINITY) {
       ::signal(SIGXFSZ, SIG_IGN);  // kept across exec: write() then fails with EFBIG
       struct rlimit lim {options.file_size_limit, options.file_size_limit};
@@ -109,33 +130,57 @@ RunResult run_cli(const std::vector<std::string>& args, const RunOptions& option
   }
   ::close(out_fd);
   ::close(err_fd);
+}
 
-  int status = 0;
+CliProcess::~CliProcess() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::error_code ignored;
+  fs::remove(out_path_, ignored);
+  fs::remove(err_path_, ignored);
+}
+
+void CliProcess::signal(int sig) {
+  if (!reaped_) ::kill(pid_, sig);
+}
+
+bool CliProcess::running() {
+  if (reaped_) return false;
   struct rusage usage {};
-  for (;;) {
-    const pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
-    if (done == pid) break;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.kill_after_seconds >= 0 && elapsed >= options.kill_after_seconds && !r.killed) {
-      ::kill(pid, SIGKILL);
+  if (::wait4(pid_, &status_, WNOHANG, &usage) == pid_) {
+    reaped_ = true;
+    max_rss_kb_ = usage.ru_maxrss;
+    result_.seconds = now_seconds() - start_;
+  }
+  return !reaped_;
+}
+
+RunResult CliProcess::wait() {
+  RunResult& r = result_;
+  while (running()) {
+    const double elapsed = now_seconds() - start_;
+    if (options_.kill_after_seconds >= 0 && elapsed >= options_.kill_after_seconds && !r.killed) {
+      ::kill(pid_, SIGKILL);
       r.killed = true;
-    } else if (elapsed >= options.timeout_seconds && !r.timed_out) {
-      ::kill(pid, SIGKILL);
+    } else if (elapsed >= options_.timeout_seconds && !r.timed_out) {
+      ::kill(pid_, SIGKILL);
       r.timed_out = true;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.max_rss_kb = usage.ru_maxrss;
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  std::error_code ignored;
-  fs::remove(out_path, ignored);
-  fs::remove(err_path, ignored);
+  r.max_rss_kb = max_rss_kb_;
+  if (WIFEXITED(status_)) r.exit_code = WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) r.signal = WTERMSIG(status_);
+  if (options_.stdout_path.empty() && !options_.stdout_closed_pipe) r.out = slurp(out_path_);
+  if (options_.stderr_path.empty() && !options_.stderr_closed_pipe) r.err = slurp(err_path_);
   return r;
+}
+
+RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options) {
+  CliProcess process(args, options);
+  return process.wait();
 }
 
 std::vector<std::string> split_args(const std::string& line,

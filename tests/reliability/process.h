@@ -18,6 +18,11 @@ struct RunOptions {
   double kill_after_seconds = -1; // >= 0: SIGKILL after this delay (a crash, not a timeout)
   rlim_t file_size_limit = RLIM_INFINITY;  // RLIMIT_FSIZE; SIGXFSZ is ignored, so write() fails
   std::filesystem::path cwd;      // empty: the source directory
+  // Where the child's stdout / stderr go instead of being captured (/dev/full, a pipe's write
+  // end given as /proc/self/fd/N is not needed: see stdout_closed_pipe).
+  std::filesystem::path stdout_path, stderr_path;
+  // stdout (or stderr) is a pipe whose read end is closed: every write fails with EPIPE.
+  bool stdout_closed_pipe = false, stderr_closed_pipe = false;
 };
 
 struct RunResult {
@@ -39,6 +44,32 @@ struct RunResult {
 // Runs HEADLAB_CLI with `args`. Never throws for the child's behaviour; throws std::runtime_error
 // when the child cannot be started.
 RunResult run_cli(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// HEADLAB_CLI started in the background, to signal it or run another command beside it; wait()
+// gives what run_cli gives. Destroying it kills and reaps a child that still runs.
+class CliProcess {
+ public:
+  CliProcess(const std::vector<std::string>& args, const RunOptions& options = {});
+  ~CliProcess();
+  CliProcess(const CliProcess&) = delete;
+  CliProcess& operator=(const CliProcess&) = delete;
+
+  int pid() const { return pid_; }
+  void signal(int sig);
+  // Whether it still runs (reaps it if it ended; wait() then returns at once).
+  bool running();
+  RunResult wait();
+
+ private:
+  RunOptions options_;
+  RunResult result_;
+  std::filesystem::path out_path_, err_path_;
+  int pid_ = -1;
+  int status_ = 0;
+  bool reaped_ = false;
+  long max_rss_kb_ = 0;
+  double start_ = 0;
+};
 
 // Splits a line of arguments on spaces; '...' groups words, \n \t \\ \' are escapes, and
 // {name} placeholders are replaced from `vars` ("{out}" -> vars["out"]).

@@ -1,5 +1,6 @@
 #include "tests/reliability/run_dir.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
+#include "train/io/checksum.h"
 #include "train/io/safetensors.h"
+#include "train/run/checkpoint.h"
 
 namespace headlab::testing {
 
@@ -93,6 +96,40 @@ RawSafetensors split_safetensors(const std::string& bytes, const std::string& op
   return raw;
 }
 
+// The corpus edits fields as a tool that knows the format would: an edited state.json and a
+// rewritten tensor file carry fresh checksums, so the check behind the checksum is reached.
+// (The flipped-bytes cases of test_run_dirs.cpp damage files without re-signing them.)
+void sign_state(nlohmann::ordered_json& j) {
+  if (!j.is_object() || !j.contains("checksum")) return;
+  j["checksum"] = headlab::state_checksum(nlohmann::json::parse(j.dump()));
+}
+
+// After an edit of a checkpoint's config.resolved.toml: its checksum in state.json, re-signed.
+void sign_config(const fs::path& config) {
+  const fs::path state_path = config.parent_path() / "state.json";
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(read_bytes(state_path));
+  } catch (const std::exception&) {
+    return;  // a case that damaged state.json too
+  }
+  if (!j.is_object() || !j.contains("files") || !j["files"].is_object()) return;
+  j["files"]["config.resolved.toml"] = headlab::checksum_hex(read_bytes(config));
+  sign_state(j);
+  write_bytes(state_path, j.dump(2) + "\n");
+}
+
+SafetensorsMetadata signed_metadata(const SafetensorsFile& f) {
+  SafetensorsMetadata meta;
+  for (const auto& [k, v] : f.metadata)
+    if (k.rfind("xxh3_64:", 0) != 0) meta[k] = v;
+  if (!meta.count("checksum")) return f.metadata;
+  for (const NamedTensor& t : f.tensors)
+    meta["xxh3_64:" + t.name] = headlab::checksum_hex(
+        t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+  return meta;
+}
+
 std::string join_safetensors(const std::string& header_text, const std::string& data) {
   std::string header = header_text;
   while (header.size() % 8) header += ' ';
@@ -117,6 +154,8 @@ void snapshot_into(const fs::path& root, const fs::path& dir, Snapshot& s) {
     } else if (fs::is_directory(st)) {
       s[rel] = "dir";
       snapshot_into(root, e.path(), s);
+    } else if (!fs::is_regular_file(st)) {
+      s[rel] = fs::is_fifo(st) ? "fifo" : "special";  // never opened: a FIFO would block
     } else if (fs::file_size(e.path()) > (uint64_t{64} << 20)) {
       // A huge (sparse) hostile file: its size and modification time stand for its bytes.
       const auto mtime = fs::last_write_time(e.path()).time_since_epoch().count();
@@ -176,7 +215,13 @@ std::string metrics_without_timing(const fs::path& metrics_jsonl) {
   return out;
 }
 
-void apply_operation(const fs::path& run, const fs::path& hostile, const std::string& operation) {
+fs::path resolve_path(const fs::path& run, const std::string& word) {
+  return resolve(run, word, word);
+}
+
+namespace {
+
+void apply_one(const fs::path& run, const fs::path& hostile, const std::string& operation) {
   std::istringstream in(operation);
   std::string op, path_word;
   in >> op >> path_word;
@@ -212,6 +257,9 @@ void apply_operation(const fs::path& run, const fs::path& hostile, const std::st
   } else if (op == "link") {
     fs::remove_all(path);
     fs::create_symlink(rest, path);
+  } else if (op == "fifo") {
+    fs::remove_all(path);
+    if (::mkfifo(path.c_str(), 0644) != 0) bad(operation, "mkfifo failed");
   } else if (op == "poke" || op == "u64") {
     long long offset = 0;
     std::string value;
@@ -240,6 +288,7 @@ void apply_operation(const fs::path& run, const fs::path& hostile, const std::st
     const nlohmann::ordered_json::json_pointer ptr(pointer);
     if (op == "json") j[ptr] = nlohmann::ordered_json::parse(value);
     else j[ptr.parent_pointer()].erase(ptr.back());
+    if (path.filename() == "state.json" && pointer != "/checksum") sign_state(j);
     write_bytes(path, j.dump(2) + "\n");
   } else if (op == "header" || op == "header-remove" || op == "header-raw") {
     RawSafetensors raw = split_safetensors(read_bytes(path), operation);
@@ -269,10 +318,24 @@ void apply_operation(const fs::path& run, const fs::path& hostile, const std::st
     else if (op == "tensor-add") f.tensors.push_back({name, Tensor::zeros(parse_shape(arg))});
     else if (op == "tensor-reshape") it->tensor = Tensor::zeros(parse_shape(arg));
     else it->name = arg;
-    write_safetensors(path, f.tensors, f.metadata);
+    write_safetensors(path, f.tensors, signed_metadata(f));
   } else {
     bad(operation, "unknown operation '" + op + "'");
   }
+}
+
+}  // namespace
+
+void apply_operation(const fs::path& run, const fs::path& hostile, const std::string& operation) {
+  apply_one(run, hostile, operation);
+  std::istringstream in(operation);
+  std::string op, path_word;
+  in >> op >> path_word;
+  const fs::path path = resolve(run, path_word, operation);
+  if (path.filename() == "config.resolved.toml" &&
+      path.parent_path().parent_path().filename() == "checkpoints" &&
+      fs::is_regular_file(fs::symlink_status(path)))
+    sign_config(path);
 }
 
 }  // namespace headlab::testing

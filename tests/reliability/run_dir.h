@@ -28,9 +28,14 @@ void copy_tree(const std::filesystem::path& from, const std::filesystem::path& t
 // one compact JSON object per line.
 std::string metrics_without_timing(const std::filesystem::path& metrics_jsonl);
 
-// Applies one corruption operation to the run directory `run` (see cases.txt for the
-// language); `hostile` is tests/hostile, for operations that copy a corpus file. Throws
-// std::runtime_error for an operation it does not know.
+// A path of the operation language: relative to `run`, LATEST standing for the directory
+// checkpoints/latest names.
+std::filesystem::path resolve_path(const std::filesystem::path& run, const std::string& word);
+
+// Applies one corruption operation to the run directory `run` (see
+// tests/hostile/checkpoint/cases.txt for the language; also `fifo P`, a FIFO in place of P);
+// `hostile` is tests/hostile, for operations that copy a corpus file. Throws std::runtime_error for
+// an operation it does not know.
 void apply_operation(const std::filesystem::path& run, const std::filesystem::path& hostile,
                      const std::string& operation);
 

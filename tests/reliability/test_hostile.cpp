@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/reliability/cases.h"
 #include "tests/reliability/process.h"
 #include "tests/reliability/run_dir.h"
 
@@ -23,62 +24,12 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kHostile = source_dir() / "tests" / "hostile";
-constexpr double kTimeout = 120;       // seconds; a hang is a failure, not a slow pass
-constexpr size_t kMaxErrorLine = 1200;  // the CLI shortens long messages to about 1000
-constexpr long kMaxRssKb = 1L << 20;     // 1 GiB
+constexpr double kTimeout = kCaseTimeout;
 
 RunOptions timeout(double seconds) {
   RunOptions o;
   o.timeout_seconds = seconds;
   return o;
-}
-
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// Splits "a | b | c" into trimmed fields (no field holds a '|').
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string f; std::getline(in, f, '|');) out.push_back(trim(f));
-  if (!line.empty() && line.back() == '|') out.push_back("");
-  return out;
-}
-
-// The lines of a manifest that are cases (not blank, not comments).
-std::vector<std::string> case_lines(const fs::path& manifest) {
-  std::istringstream in(read_bytes(manifest));
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line))
-    if (!trim(line).empty() && trim(line)[0] != '#') lines.push_back(line);
-  return lines;
-}
-
-// The promise every hostile case must keep; returns "" or what went wrong.
-std::string check_rejected(const RunResult& r, const std::string& fragment) {
-  if (r.timed_out) return "did not finish in time (a hang)";
-  if (r.signal) return "ended by signal " + std::to_string(r.signal);
-  if (r.exit_code != 2) return "exit code " + std::to_string(r.exit_code) + ", expected 2";
-  const auto lines = r.err_lines();
-  if (lines.size() != 1) return std::to_string(lines.size()) + " stderr lines, expected 1";
-  if (lines[0].rfind("headlab: error: ", 0) != 0) return "stderr is not 'headlab: error: ...'";
-  if (lines[0].find(fragment) == std::string::npos) return "stderr lacks '" + fragment + "'";
-  if (lines[0].size() > kMaxErrorLine)
-    return "error line of " + std::to_string(lines[0].size()) + " characters";
-  if (!r.out.empty()) return "wrote to stdout";
-  // Refused before allocating: a rejected input never costs a model's worth of memory (the
-  // sanitizer runtime alone takes a few hundred MB of the ASan build's resident memory).
-  if (r.max_rss_kb > kMaxRssKb)
-    return "peak memory " + std::to_string(r.max_rss_kb >> 10) + " MiB";
-  return "";
-}
-
-// HEADLAB_HOSTILE_PRINT=1 prints every error line, to review the messages themselves.
-void show(const std::string& name, const RunResult& r) {
-  if (std::getenv("HEADLAB_HOSTILE_PRINT")) MESSAGE(name << ": " << r.err);
 }
 
 }  // namespace
@@ -132,7 +83,8 @@ TEST_CASE("train: hostile command lines") {
                                         {"file", file.string()},
                                         {"dir", dir.string()},
                                         {"missing", missing.string()},
-                                        {"tiny", "configs/tiny.toml"}});
+                                        {"tiny", "configs/tiny.toml"},
+                                        {"plugins", HEADLAB_TEST_PLUGIN_DIR}});
     const auto before = snapshot(tmp.path());
     const RunResult r = run_cli(args, timeout(kTimeout));
     const std::string problem = check_rejected(r, f[0]);

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the analysis, report and sweep tests: TempDir (tests/temp_dir.h), running
-// a shell command, and a tag-balance check for the generated HTML (no browser in tests).
+// a shell command, and a tag-balance check for the generated HTML (the browser test is
+// tests/train/report_browser.py).
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,8 +55,8 @@ inline bool python_numpy_available() {
 }
 
 // Checks that every element is closed in order (HTML void elements and self-closing "/>"
-// excepted), skipping the contents of <style>. Returns "" when balanced, else a description of
-// the first problem.
+// excepted), skipping the contents of <style> and <script>. Returns "" when balanced, else a
+// description of the first problem.
 inline std::string check_tags(const std::string& html) {
   static const std::vector<std::string> kVoid = {"meta", "link", "br",   "hr",  "img",   "input",
                                                  "col",  "area", "base", "wbr", "source"};
@@ -87,9 +88,9 @@ inline std::string check_tags(const std::string& html) {
       stack.pop_back();
     } else if (!self_closing && std::find(kVoid.begin(), kVoid.end(), name) == kVoid.end()) {
       stack.push_back(name);
-      if (name == "style") {  // CSS may contain '>' (selectors); jump to its end
-        const size_t close = html.find("</style>", i);
-        if (close == std::string::npos) return "unterminated <style>";
+      if (name == "style" || name == "script") {  // CSS and JavaScript may hold '<' and '>'
+        const size_t close = html.find("</" + name + ">", i);
+        if (close == std::string::npos) return "unterminated <" + name + ">";
         i = close;
       }
     }

@@ -14,17 +14,21 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/version.h"
 #include "layers/module.h"
-#include "train/run/checkpoint.h"
+#include "tests/temp_dir.h"
+#include "train/io/checksum.h"
 #include "train/io/files.h"
 #include "train/io/safetensors.h"
-#include "tests/temp_dir.h"
+#include "train/run/checkpoint.h"
+#include "train/run/checkpoint_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -218,9 +222,12 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   const fs::path dir = save_checkpoint(run.path, make_data(3), 3);
   const fs::path state_path = dir / "state.json";
   const std::string good = read_text(state_path);
+  // Edits as a tool that knows the format would, signing the result (a checksum mismatch is
+  // its own case below), so the checks behind the checksum are reached.
   auto with_state = [&](const std::function<void(nlohmann::json&)>& edit) {
     auto j = nlohmann::json::parse(good);
     edit(j);
+    j["checksum"] = state_checksum(j);
     write_text(state_path, j.dump());
     return load_error(run.path);
   };
@@ -230,8 +237,10 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   };
   contains(with_state([](auto& j) { j["format_version"] = 7; }),
            state_path.string() +
-               ": format_version is 7, but this headlab reads up to 1: the "
+               ": format_version is 7, but this headlab reads only 2: the "
                "checkpoint was written by a newer headlab");
+  contains(with_state([](auto& j) { j["format_version"] = 1; }),
+           "format_version is 1, written by an older headlab without checksums");
   contains(with_state([](auto& j) { j["format_version"] = "1"; }),
            "'format_version' is \"1\" but expected an integer");
   contains(with_state([](auto& j) { j["format_version"] = 0; }), "format_version is 0");
@@ -242,6 +251,16 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   contains(with_state([](auto& j) { j["rng"]["dropout"] = "xoshiro256**:zz"; }),
            "RNG state 'dropout' is malformed");
   contains(with_state([](auto& j) { j["extra"] = 3; }), "'extra' is 3 but expected an object");
+  // Unsigned edits: the checksum says the file changed.
+  auto unsigned_state = nlohmann::json::parse(good);
+  unsigned_state["step"] = 3;
+  unsigned_state["data_cursor"] = 2;
+  write_text(state_path, unsigned_state.dump());
+  contains(load_error(run.path), state_path.string() + ": state.json fails its checksum");
+  unsigned_state = nlohmann::json::parse(good);
+  unsigned_state.erase("checksum");
+  write_text(state_path, unsigned_state.dump());
+  contains(load_error(run.path), "'checksum' is missing or not a string");
   write_text(state_path, good.substr(0, good.size() / 2));
   contains(load_error(run.path), state_path.string() + ": not valid JSON");
   write_text(state_path, std::string(200000, '[') + std::string(200000, ']'));
@@ -257,12 +276,94 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   contains(load_error(run.path),
            "optimizer.safetensors: metadata step is '2' but state.json says 3");
   write_safetensors(dir / "optimizer.safetensors", make_data(3).optimizer, {{"step", "3"}});
+  contains(load_error(run.path), "optimizer.safetensors: metadata checksum is '(none)'");
+  save_checkpoint(run.path, make_data(3), 3);
   write_text(dir / "model.safetensors", model.substr(0, model.size() - 3));
   contains(load_error(run.path), (dir / "model.safetensors").string() + ": ");
   write_text(dir / "model.safetensors", model);
   check_matches(load_checkpoint(run.path), 3);
   fs::remove(dir / "config.resolved.toml");
   contains(load_error(run.path), "is missing config.resolved.toml");
+}
+
+TEST_CASE("train: checkpoint tensors carry checksums, damage and non-finite values are refused") {
+  TempDir run("headlab-ckpt");
+  const fs::path dir = save_checkpoint(run.path, make_data(6, 1 << 12), 3);
+  const fs::path model = dir / "model.safetensors";
+  const SafetensorsFile f = read_safetensors(model);
+  CHECK(f.metadata.at("checksum") == "xxh3_64");
+  CHECK(f.metadata.at("xxh3_64:w").size() == 16);
+  CHECK(f.metadata.at("xxh3_64:b").size() == 16);
+  const std::string good = read_text(model);
+  // Zeroing 4 KB inside the data: the checksum of the tensor there fails, naming both.
+  std::string zeroed = good;
+  std::fill(zeroed.end() - 4096 - 64, zeroed.end() - 64, '\0');
+  write_text(model, zeroed);
+  const std::string damaged = load_error(run.path);
+  CHECK_MESSAGE(
+      damaged.find(model.string() + ": tensor 'w' fails its checksum") != std::string::npos,
+      damaged);
+  // One flipped bit anywhere in the data.
+  std::string flipped = good;
+  flipped[flipped.size() - 5] ^= 0x10;
+  write_text(model, flipped);
+  CHECK(load_error(run.path).find("fails its checksum") != std::string::npos);
+  // The config saved beside it is checked too.
+  write_text(model, good);
+  const std::string config = read_text(dir / "config.resolved.toml");
+  write_text(dir / "config.resolved.toml", config + "# edited\n");
+  CHECK(load_error(run.path).find("config.resolved.toml fails its checksum") != std::string::npos);
+  write_text(dir / "config.resolved.toml", config);
+  check_matches(load_checkpoint(run.path), 6);
+
+  // NaN weights with valid checksums: refused on load, and never saved.
+  CheckpointData nan = make_data(7);
+  nan.model[0].tensor[3] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(save_checkpoint(run.path, nan, 3),
+                       doctest::Contains("tensor 'w' of the model holds NaN at element 3"), Error);
+  CHECK(fs::read_symlink(run.path / "checkpoints" / "latest") == "step-000006");
+  SafetensorsFile all_nan = read_safetensors(model);
+  for (NamedTensor& t : all_nan.tensors)
+    for (int64_t i = 0; i < t.tensor.numel(); ++i) t.tensor[i] = std::nanf("");
+  SafetensorsMetadata meta = all_nan.metadata;
+  for (const NamedTensor& t : all_nan.tensors)
+    meta["xxh3_64:" + t.name] =
+        checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+  write_safetensors(model, all_nan.tensors, meta);
+  CHECK(load_error(run.path).find("holds NaN at element 0: a checkpoint must be finite") !=
+        std::string::npos);
+}
+
+TEST_CASE("train: checkpoint retention and cleanup touch only headlab's own names") {
+  TempDir run("headlab-ckpt");
+  const fs::path root = run.path / "checkpoints";
+  save_checkpoint(run.path, make_data(1), 1);
+  // Someone else's things that look like ours.
+  fs::create_directories(root / "step-000000");  // a user's directory, not a checkpoint
+  write_text(root / "step-000000" / "notes.txt", "mine");
+  fs::create_directories(root / ".tmp-mine");
+  fs::create_directories(root / ".trash-step-x");
+  write_text(root / "step-000005", "a file named like a step");
+  for (int64_t step = 2; step <= 4; ++step) save_checkpoint(run.path, make_data(step), 1);
+  CHECK(entries(root) == std::vector<std::string>{".tmp-mine", ".trash-step-x", "latest",
+                                                  "step-000000", "step-000004", "step-000005"});
+  CHECK(read_text(root / "step-000000" / "notes.txt") == "mine");
+  CHECK(foreign_checkpoint_entry(run.path) == "checkpoints/.tmp-mine");
+}
+
+TEST_CASE("train: checkpoint readers hold a lock that retention respects") {
+  TempDir run("headlab-ckpt");
+  save_checkpoint(run.path, make_data(1), 1);
+  const fs::path held = run.path / "checkpoints" / "step-000001";
+  {
+    checkpoint_detail::ReaderLock reader(held);
+    CHECK_FALSE(reader.removed());
+    save_checkpoint(run.path, make_data(2), 1);  // retention would remove step-000001
+    CHECK(fs::exists(held / "model.safetensors"));
+    check_matches(load_checkpoint_dir(held), 1);
+  }
+  save_checkpoint(run.path, make_data(3), 1);  // the reader is gone: now it goes
+  CHECK(entries(run.path / "checkpoints") == std::vector<std::string>{"latest", "step-000003"});
 }
 
 TEST_CASE("train: checkpoint tensors missing, extra or mis-shaped are reported by the model") {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "core/version.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -49,6 +52,13 @@ std::vector<std::string> lines(const std::string& text) {
   std::string line;
   while (std::getline(in, line)) out.push_back(line);
   return out;
+}
+
+std::vector<std::string> entries_of(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 struct Result {
@@ -102,7 +112,6 @@ TEST_CASE("train: cli user mistakes exit 2 with one error line and nothing else"
     std::string args, part;
   };
   const std::vector<Case> cases = {
-      {"", "subcommand"},
       {"train", "CONFIG is required"},
       {"frobnicate", "frobnicate"},
       {"train missing.toml", "missing.toml: cannot read the config file"},
@@ -118,11 +127,13 @@ TEST_CASE("train: cli user mistakes exit 2 with one error line and nothing else"
       {fmt::format("train '{}' --set train.batch_size=65536 --set model.d_model=4096", kTiny),
        "estimated memory"},
       {fmt::format("train '{}' --out run", kTiny), "already holds a run"},
-      {fmt::format("train '{}' --out empty --resume", kTiny), "no checkpoint"},
+      {fmt::format("train '{}' --out empty --resume", kTiny),
+       "train: 'empty' is not a run directory of headlab"},
       {fmt::format("train '{}' --out run --resume --set model.heads=8", kTiny),
        "model.heads: 4 (checkpoint) vs 8 (config)"},
       {"eval nowhere", "'nowhere' is not a directory"},
-      {"eval empty", "no checkpoint"},
+      {"eval empty", "eval: 'empty' is not a run directory of headlab"},
+      {"eval run --set model.heads=8", "eval: cannot evaluate"},
       {"eval run --set model.heads=8", "model.heads: 4 (checkpoint) vs 8 (config)"},
       {"eval run --set train.eval_seed=-1", "train.eval_seed = -1 is out of range"},
   };
@@ -175,20 +186,24 @@ TEST_CASE("train: cli train, eval and resume, the summary goes to stdout") {
 TEST_CASE("train: cli non-finite loss exits 3 naming the step, the last checkpoint is intact") {
   TempDir dir;
   const fs::path& d = dir.path;
-  REQUIRE(headlab(fmt::format("train '{}' --out run {}", kTiny, kQuick), d).code == 0);
-  const fs::path ckpt = d / "run" / "checkpoints" / "step-000024";
+  // One step at lr = 1e30 leaves finite values (about 1e30); the next loss overflows.
+  const std::string huge = "--set optim.lr=1e30 --set schedule.name=constant";
+  REQUIRE(
+      headlab(fmt::format("train '{}' --out run {} {} --set train.steps=1", kTiny, kQuick, huge), d)
+          .code == 0);
+  const fs::path ckpt = d / "run" / "checkpoints" / "step-000001";
   const std::string before = read_text(ckpt / "model.safetensors");
-  const Result r = headlab(fmt::format("train '{}' --out run --resume {} --set train.steps=60 "
-                                       "--set optim.lr=1e30 --set train.checkpoint_every=1000",
-                                       kTiny, kQuick),
+  const Result r = headlab(fmt::format("train '{}' --out run --resume {} {} --set train.steps=60 "
+                                       "--set train.checkpoint_every=1000",
+                                       kTiny, kQuick, huge),
                            d);
   INFO("stderr: ", r.err);
   CHECK(r.code == 3);
   const std::vector<std::string> err = lines(r.err);
   REQUIRE_FALSE(err.empty());
-  CHECK(err.back().rfind("headlab: error: training stopped at step ", 0) == 0);
-  CHECK(err.back().find("last checkpoint (step 24) is untouched") != std::string::npos);
-  CHECK(fs::read_symlink(d / "run" / "checkpoints" / "latest") == "step-000024");
+  CHECK(err.back().rfind("headlab: error: train: training stopped at step ", 0) == 0);
+  CHECK(err.back().find("last checkpoint (step 1) is untouched") != std::string::npos);
+  CHECK(fs::read_symlink(d / "run" / "checkpoints" / "latest") == "step-000001");
   CHECK(read_text(ckpt / "model.safetensors") == before);
 }
 
@@ -207,4 +222,206 @@ TEST_CASE("train: cli --help of train and eval lists every option") {
   CHECK(top.code == 0);
   for (const char* command : {"train", "eval", "info"})
     CHECK_MESSAGE(top.out.find(command) != std::string::npos, command);
+}
+
+TEST_CASE("train: cli without arguments prints every command and the exit codes, exit 2") {
+  TempDir dir;
+  const Result r = headlab("", dir.path);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  for (const char* command : {"train", "eval", "info", "bench", "gradcheck", "analyze", "sweep"})
+    CHECK_MESSAGE(r.err.find(fmt::format("\n  {} ", command)) != std::string::npos, command);
+  CHECK(r.err.find("Exit codes: 0 done; 2 ") != std::string::npos);
+  for (const char* args : {"--help", "train --help", "eval --help", "sweep --help"}) {
+    const Result h = headlab(args, dir.path);
+    CHECK(h.code == 0);
+    CHECK_MESSAGE(h.out.find("128 + N stopped by signal N") != std::string::npos, args);
+  }
+}
+
+TEST_CASE("train: cli --dry-run says what the run would be and creates nothing") {
+  TempDir dir;
+  const fs::path& d = dir.path;
+  const Result r =
+      headlab(fmt::format("train '{}' --out run --dry-run --set model.heads=8", kTiny), d);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("parameters: ") != std::string::npos);
+  CHECK(r.out.find("estimated memory: ") != std::string::npos);
+  CHECK(r.out.find("steps: 1 to ") != std::string::npos);
+  CHECK(r.out.find("would write: a new run directory run") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "run"));
+  // A directory that could not receive the run is refused the same way as without --dry-run.
+  fs::create_directories(d / "full");
+  std::ofstream(d / "full" / "notes.txt") << "mine";
+  const Result foreign = headlab(fmt::format("train '{}' --out full --dry-run", kTiny), d);
+  check_user_error(foreign, "--dry-run into a foreign directory", "it holds 'notes.txt'");
+  CHECK(entries_of(d / "full") == std::vector<std::string>{"notes.txt"});
+}
+
+TEST_CASE("train: cli a run that failed before its first checkpoint is retried with --overwrite") {
+  TempDir dir;
+  const fs::path& d = dir.path;
+  const Result nan = headlab(fmt::format("train '{}' --out run {} --set optim.lr=1e30 --set "
+                                         "schedule.name=constant --set train.checkpoint_every=1000",
+                                         kTiny, kQuick),
+                             d);
+  CHECK(nan.code == 3);
+  CHECK(nan.err.find("no checkpoint was written") != std::string::npos);
+  check_user_error(headlab(fmt::format("train '{}' --out run {}", kTiny, kQuick), d), "again",
+                   "already holds a run");
+  check_user_error(headlab(fmt::format("train '{}' --out run --resume {}", kTiny, kQuick), d),
+                   "resume", "start it again with --overwrite");
+  std::ofstream(d / "run" / "notes.txt") << "mine";
+  check_user_error(headlab(fmt::format("train '{}' --out run --overwrite {}", kTiny, kQuick), d),
+                   "overwrite with a foreign file", "it holds 'notes.txt'");
+  fs::remove(d / "run" / "notes.txt");
+  const Result again =
+      headlab(fmt::format("train '{}' --out run --overwrite {}", kTiny, kQuick), d);
+  REQUIRE_MESSAGE(again.code == 0, again.err);
+  CHECK(fs::read_symlink(d / "run" / "checkpoints" / "latest") == "step-000024");
+  // A directory headlab did not create is never overwritten.
+  fs::create_directories(d / "mine");
+  std::ofstream(d / "mine" / "data.csv") << "1,2\n";
+  check_user_error(headlab(fmt::format("train '{}' --out mine --overwrite {}", kTiny, kQuick), d),
+                   "overwrite of a foreign directory", "headlab did not create it");
+  CHECK(read_text(d / "mine" / "data.csv") == "1,2\n");
+}
+
+TEST_CASE("train: cli eval and analyze take --checkpoint and say which step they used") {
+  TempDir dir;
+  const fs::path& d = dir.path;
+  const std::string quick =
+      "--set train.steps=24 --set schedule.warmup_steps=4 --set "
+      "train.eval_every=12 --set train.checkpoint_every=12";
+  REQUIRE(headlab(fmt::format("train '{}' --out run {}", kTiny, quick), d).code == 0);
+  const Result e = headlab("eval run --checkpoint step-000012 --json", d);
+  REQUIRE_MESSAGE(e.code == 0, e.err);
+  CHECK(json::parse(e.out)["step"] == 12);
+  const Result path = headlab("eval run/checkpoints/step-000012", d);
+  REQUIRE_MESSAGE(path.code == 0, path.err);
+  CHECK(path.out.find("(step 12)") != std::string::npos);
+  CHECK(json::parse(headlab("eval run --json", d).out)["step"] == 24);
+
+  // An earlier checkpoint's analysis goes to analysis/step-NNNNNN/; the run's own files stay.
+  const std::string heads = read_text(d / "run" / "heads.json");
+  const std::string report = read_text(d / "run" / "report.html");
+  const Result a = headlab("analyze run --checkpoint step-000012", d);
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  CHECK(a.out.find("(step 12)") != std::string::npos);
+  for (const char* file : {"heads.json", "attention.npy", "attention_tokens.json", "report.html"})
+    CHECK_MESSAGE(fs::exists(d / "run" / "analysis" / "step-000012" / file), file);
+  CHECK(read_text(d / "run" / "heads.json") == heads);
+  CHECK(read_text(d / "run" / "report.html") == report);
+  const Result latest = headlab("analyze run --checkpoint step-000024", d);
+  REQUIRE_MESSAGE(latest.code == 0, latest.err);
+  CHECK(latest.out.find("in run\n") != std::string::npos);  // the latest: the run's own files
+}
+
+TEST_CASE("train: cli a run records how it was made in run.json and what it printed in train.log") {
+  TempDir dir;
+  const fs::path& d = dir.path;
+  const Result r = headlab(fmt::format("train '{}' --out run {} --set model.norm=post --set "
+                                       "optim.betas=0.9,0.98",
+                                       kTiny, kQuick),
+                           d);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const json run = json::parse(read_text(d / "run" / "run.json"));
+  CHECK(run["command"][1] == "train");
+  CHECK(run["command"].size() == 18);  // headlab train CONFIG --out run + 14 more
+  CHECK(run["cwd"] == fs::canonical(d).string());
+  CHECK(run["headlab"]["version"] == HEADLAB_VERSION);
+  CHECK(run["headlab"]["git_commit"].get<std::string>().size() >= 7);
+  CHECK(run["headlab"]["build_type"].is_string());
+  CHECK(run["backend"].is_string());
+  for (const char* lib : {"onednn", "openblas", "openblas_core", "onednn_isa"})
+    CHECK_MESSAGE(run["libraries"][lib].is_string(), lib);
+  CHECK(run["cpu"]["hardware_threads"].get<int>() >= 1);
+  CHECK(run["cpu"]["threads"] == 1);
+  CHECK(run["start"].get<std::string>().back() == 'Z');
+  CHECK(run["end"].is_string());
+  CHECK(run["outcome"] == "finished");
+  CHECK(run["sessions"].size() == 1);
+  const json summary = json::parse(read_text(d / "run" / "summary.json"));
+  CHECK(summary["run_json"] == "run.json");
+  CHECK(summary["train_log"] == "train.log");
+  const std::string log = read_text(d / "run" / "train.log");
+  CHECK(log.find("step 24/24") != std::string::npos);
+  CHECK(log.find("eval accuracy: ") != std::string::npos);  // the summary too
+  CHECK(log.find("--set model.norm=post") != std::string::npos);
+  const std::string config = read_text(d / "run" / "config.resolved.toml");
+  CHECK(config.find("# override: --set model.norm=post\n") != std::string::npos);
+  CHECK(config.find("norm = \"post\"") != std::string::npos);
+  // A second session is a second entry, and the log goes on.
+  const Result more = headlab(fmt::format("train '{}' --out run --resume {} --set train.steps=30 "
+                                          "--set model.norm=post --set optim.betas=0.9,0.98",
+                                          kTiny, kQuick),
+                              d);
+  REQUIRE_MESSAGE(more.code == 0, more.err);
+  CHECK(json::parse(read_text(d / "run" / "run.json"))["sessions"].size() == 2);
+  CHECK(read_text(d / "run" / "train.log").find("resuming at step 24 of 30") != std::string::npos);
+}
+
+TEST_CASE("train: cli configs at the edges of the schema train to the end with their analysis") {
+  TempDir dir;
+  const fs::path& d = dir.path;
+  const std::vector<std::string> edges = {
+      "--set train.eval_batch_size=3",  // fewer sentences than the analysis' 4 examples
+      "--set train.eval_batch_size=1 --set train.eval_batches=1",
+      "--set train.batch_size=1",
+      "--set model.heads=1",
+      "--set model.layers=2 --set model.heads=8",
+      "--set task.relations=PREV",
+      "--set schedule.name=constant --set schedule.warmup_steps=0",
+      "--set model.positions=sinusoidal --set model.norm=post --set model.activation=gelu",
+      "--set train.eval_every=1 --set train.log_every=1 --set train.checkpoint_every=1",
+  };
+  int index = 0;
+  for (const std::string& edge : edges) {
+    const std::string out = fmt::format("run-{}", index++);
+    const Result r = headlab(fmt::format("train '{}' --out {} --quiet --set train.steps=4 "
+                                         "--set schedule.warmup_steps=1 {}",
+                                         kTiny, out, edge),
+                             d);
+    CHECK_MESSAGE(r.code == 0, edge << ": " << r.err);
+    CHECK_MESSAGE(fs::exists(d / out / "report.html"), edge);
+    CHECK_MESSAGE(fs::exists(d / out / "heads.json"), edge);
+  }
+}
+
+TEST_CASE("train: cli bench --config times a config's step, --profile splits it by op") {
+  TempDir dir;
+  const Result step =
+      headlab(fmt::format("bench --config '{}' --steps 3 --warmup 1 --json", kTiny), dir.path);
+  REQUIRE_MESSAGE(step.code == 0, step.err);
+  const json r = json::parse(lines(step.out).back());
+  CHECK(r["config"] == kTiny);
+  CHECK(r["steps"] == 3);
+  CHECK(r["seq"] == 17);
+  CHECK(r["params"].get<int64_t>() > 0);
+  CHECK(r["train_step_ms_median"].get<double>() > 0);
+  CHECK(r["gemm_only_ms"].get<double>() > 0);
+  CHECK(r["fwd_matmul_flops"].get<double>() > 0);
+  for (const auto& entry : fs::directory_iterator(dir.path))  // no run directory: only the output
+    CHECK(entry.path().filename().string().rfind(".std", 0) == 0);
+
+  const Result prof = headlab(
+      fmt::format("bench --config '{}' --profile --steps 2 --warmup 1 --json --set model.layers=2",
+                  kTiny),
+      dir.path);
+  REQUIRE_MESSAGE(prof.code == 0, prof.err);
+  const json p = json::parse(lines(prof.out).back());
+  double share = 0;
+  bool fwd_attention = false, bwd_linear = false, update = false;
+  for (const json& row : p["rows"]) {
+    share += row["share"].get<double>();
+    const std::string kind = row["kind"], op = row["op"];
+    fwd_attention |= kind == "forward" && op == "self_attention" && row["calls"] == 2.0;
+    bwd_linear |= kind == "backward" && op == "linear" && row["gemm_only_ms"].get<double>() > 0;
+    update |= kind == "region" && op == "optimizer.step" && row["calls"] == 1.0;
+  }
+  CHECK(share == doctest::Approx(1.0));
+  CHECK(fwd_attention);  // one per layer
+  CHECK(bwd_linear);
+  CHECK(update);
+  check_user_error(headlab("bench --profile", dir.path), "bench --profile", "--profile needs");
 }

@@ -242,8 +242,10 @@ TEST_CASE("train: config --set mistakes name the --set argument") {
   CHECK_HAS(error_of(kTask, V{"model.heads"}), "--set model.heads: expected key=value");
   const std::string unknown = error_of(kTask, V{"model.haeds=4"});
   CHECK_HAS(unknown, "--set model.haeds=4: unknown key model.haeds (did you mean model.heads?)");
-  const std::string value = error_of(kTask, V{"model.norm=post"});
-  CHECK_HAS(value, "--set model.norm=post: the value is not valid TOML");
+  const std::string value = error_of(kTask, V{"model.heads=four"});
+  CHECK_HAS(value, "--set model.heads=four: the value is not valid TOML");
+  const std::string choice = error_of(kTask, V{"model.norm=postt"});
+  CHECK_HAS(choice, "--set model.norm=postt: model.norm = \"postt\" is not one of");
   const std::string type = error_of(kTask, V{"model.heads=4.5"});
   CHECK_HAS(type, "--set model.heads=4.5: model.heads has type float but expected an integer");
   const std::string range = error_of(kTask, V{"optim.betas=[0.9]"});
@@ -254,6 +256,30 @@ TEST_CASE("train: config --set mistakes name the --set argument") {
   CHECK_HAS(two, "single TOML value");
   const std::string cross = error_of(kTask, V{"model.heads=3"});
   CHECK_HAS(cross, "--set model.heads=3: model.heads = 3 does not divide model.d_model = 64");
+}
+
+TEST_CASE("train: config --set takes values as people type them") {
+  using V = std::vector<std::string>;
+  const Config c =
+      parse_config(kTask, "t.toml",
+                   V{"model.norm=post", "optim.betas=0.8, 0.9", "task.relations=PREV,SEM",
+                     "model.attention_options.init=xavier_uniform", "model.activation=\"gelu\"",
+                     "schedule.name='constant'"});
+  CHECK(c.model.norm == "post");
+  CHECK(c.optim.betas == std::vector<double>{0.8, 0.9});
+  CHECK(c.model.activation == "gelu");
+  CHECK(c.schedule.name == "constant");
+  CHECK(format_value(*c.task.options.find("relations")) == "[\"PREV\", \"SEM\"]");
+  CHECK(format_value(*c.model.attention_options.find("init")) == "\"xavier_uniform\"");
+  // TOML still works, and a bare value for a number is still a number.
+  const Config t = parse_config(kTask, "t.toml", V{"optim.betas=[0.7,0.8]", "model.heads=8"});
+  CHECK(t.optim.betas == std::vector<double>{0.7, 0.8});
+  CHECK(t.model.heads == 8);
+  // Every override is recorded in the resolved config.
+  const std::string text = to_toml(c);
+  CHECK(has(text, "# override: --set model.norm=post\n"));
+  CHECK(has(text, "# override: --set task.relations=PREV,SEM\n"));
+  CHECK(parse_config(text, "resolved.toml").model.norm == "post");
 }
 
 TEST_CASE("train: config resolved TOML round-trips with the same hash") {
@@ -268,8 +294,14 @@ TEST_CASE("train: config resolved TOML round-trips with the same hash") {
   CHECK(has(text,
             "[task]\nname = \"dependency\"\ncolours = 4\nrelations = [\"PREV\", \"HEAD\", "
             "\"SEM\"]\nembedding = \"factored\"\n"));
+  // The overrides are recorded in comments above the values.
+  const std::string comments =
+      "# override: --set optim.betas=[0.8,0.9]\n# override: --set train.seed=7\n";
+  CHECK(has(text, comments));
   const Config back = parse_config(text, "resolved.toml");
-  CHECK(to_toml(back) == text);
+  std::string values = text;
+  values.erase(values.find(comments), comments.size());
+  CHECK(to_toml(back) == values);
   CHECK(config_hash(back) == config_hash(c));
   CHECK(config_hash(c).size() == 16);
   CHECK(config_differences(c, back).empty());

@@ -1,9 +1,11 @@
-// The .npy writer (checked with numpy), heads.json's shape, the SVG helpers and the run report
-// built from a hand-made run directory: well-formed, self-contained, with every section and the
-// numbers it was given.
+// The .npy writer (checked with numpy), heads.json's shape, the SVG helpers, the run report
+// built from a hand-made run directory (well-formed, self-contained, deterministic, with every
+// section and the numbers it was given), the verdict, and the sweep report's text and links.
+// The pages' scripts are tested in a browser by tests/train/report_browser.py.
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 
@@ -14,7 +16,7 @@
 #include "train/analysis/analysis.h"
 #include "train/io/npy.h"
 #include "train/report/report.h"
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 using namespace headlab;
 using namespace headlab::analysis_test;
@@ -117,6 +119,32 @@ void write_run(const fs::path& dir, const AnalysisResult& r) {
              .dump();
   std::ofstream(dir / "config.resolved.toml")
       << "[model]\nheads = 3\n\n[task]\nname = \"dependency\"\n";
+}
+
+// "" when the page fetches nothing and needs no server: scripts inline, no src/href to another
+// host, no link elements, no request APIs; else what was found.
+std::string self_contained(const std::string& html) {
+  for (const char* bad : {"src=", "<link", "fetch(", "XMLHttpRequest", "import(", "WebSocket",
+                          "EventSource", "sendBeacon", "@import", "url("})
+    if (html.find(bad) != std::string::npos) return bad;
+  const std::string code = "<script>", data = "<script type=\"application/json\" id=";
+  for (size_t p = 0; (p = html.find("<script", p)) != std::string::npos; ++p)
+    if (html.compare(p, code.size(), code) != 0 && html.compare(p, data.size(), data) != 0)
+      return html.substr(p, 40);
+  std::string without_ns = html;  // the SVG namespace URI is a name, not a fetch
+  for (size_t p; (p = without_ns.find("http://www.w3.org/2000/svg")) != std::string::npos;)
+    without_ns.erase(p, 26);
+  return without_ns.find("http") == std::string::npos ? "" : "http";
+}
+
+// The JSON in <script type="application/json" id="id">.
+json embedded_json(const std::string& html, const std::string& id) {
+  const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
+  const size_t a = html.find(open);
+  REQUIRE(a != std::string::npos);
+  const size_t b = html.find("</script>", a);
+  REQUIRE(b != std::string::npos);
+  return json::parse(html.substr(a + open.size(), b - a - open.size()));
 }
 
 }  // namespace
@@ -291,14 +319,13 @@ TEST_CASE("train: the run report is one well-formed, self-contained page with ev
   const std::string html = slurp(path);
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(check_tags(html) == "");
-  // Self-contained: no scripts, nothing fetched (the SVG namespace URI is not a fetch).
-  CHECK(html.find("<script") == std::string::npos);
-  CHECK(html.find("src=") == std::string::npos);
-  CHECK(html.find("<link") == std::string::npos);
-  std::string without_ns = html;
-  for (size_t p; (p = without_ns.find("http://www.w3.org/2000/svg")) != std::string::npos;)
-    without_ns.erase(p, 26);
-  CHECK(without_ns.find("http") == std::string::npos);
+  CHECK(self_contained(html) == "");
+  // Rendering the same documents again gives the same bytes.
+  CHECK(render_run_report(load_run_files(dir.path)) == html);
+  CHECK(html.find("<p class=\"verdict good\" id=\"verdict\">3 of 3 relations have their own "
+                  "head: PREV L0H0 0.97, HEAD L0H1 0.81, SEM L0H2 0.66.</p>") != std::string::npos);
+  for (const char* id : {"summary", "curves", "specialization", "attention", "ablation", "heads"})
+    CHECK(html.find(fmt::format("<a href=\"#{}\">", id)) != std::string::npos);
 
   const std::string summary = section(html, "summary");
   CHECK(summary.find("0.987") != std::string::npos);  // eval accuracy
@@ -317,11 +344,32 @@ TEST_CASE("train: the run report is one well-formed, self-contained page with ev
   for (const char* name : {"\u2192 PREV", "\u2192 HEAD", "\u2192 SEM"})
     CHECK(spec.find(name) != std::string::npos);
 
-  // One attention map per head, tokens on the axes, gold partners outlined.
+  // The attention explorer: the first sentence's first head drawn, a menu of every sentence and
+  // head, and the maps of both sentences embedded once for the script.
   const std::string att = section(html, "attention");
-  for (const char* head : {"L0 H0", "L0 H1", "L0 H2"}) CHECK(att.find(head) != std::string::npos);
+  CHECK(att.find("L0 H0 \u2192 PREV 0.97") != std::string::npos);
   CHECK(att.find("SUBJ:2") != std::string::npos);
   CHECK(att.find("fill=\"none\" stroke=\"#8e44ad\"") != std::string::npos);  // a SEM partner mark
+  // Head 0 puts 0.6 on key (i + 0) % 5: query 2 SUBJ:2 on itself, the gold PREV partner of 3.
+  CHECK(att.find("<title>query 2 SUBJ:2 \u2192 key 2 SUBJ:2: 0.600</title>") != std::string::npos);
+  CHECK(att.find("<title>query 3 OBJ:0 \u2192 key 2 SUBJ:2: 0.100 (gold PREV, SEM)</title>") !=
+        std::string::npos);
+  CHECK(
+      att.find("<option value=\"1\">2: VERB:1 SUBJ:2 OBJ:0 ADV:3 (3 of 4 labels right)</option>") !=
+      std::string::npos);
+  for (const char* head : {"L0 H0 \u2192 PREV", "L0 H1 \u2192 HEAD", "L0 H2 \u2192 SEM"})
+    CHECK(att.find(fmt::format("\">{} ", head)) != std::string::npos);  // an <option>
+  const json data = embedded_json(att, "att-data");
+  CHECK(data["T"] == 5);
+  CHECK(data["H"] == 3);
+  REQUIRE(data["w"].size() == 2);
+  const AnalysisResult r = hand_result();
+  for (size_t i = 0; i < r.examples.weights.size(); ++i) {
+    CAPTURE(i);
+    CHECK(data["w"][i / 75][i % 75].get<int>() == std::lround(r.examples.weights[i] * 1000));
+  }
+  CHECK(data["examples"][1]["partners"][2] == json::array({-1, 4, 3, 2, 1}));
+  CHECK(data["heads"][2]["caption"] == "L0 H2 \u2192 SEM 0.66");
 
   const std::string abl = section(html, "ablation");
   CHECK(abl.find("0.85") != std::string::npos);  // head 2's ablation accuracy 0.25 + 0.6
@@ -332,6 +380,8 @@ TEST_CASE("train: the run report is one well-formed, self-contained page with ev
   const std::string config = section(html, "config");
   CHECK(config.find("name = &quot;dependency&quot;") != std::string::npos);
   CHECK(config.find("2.6.3") != std::string::npos);
+  CHECK(config.find("<a href=\"heads.json\">heads.json</a>") != std::string::npos);
+  CHECK(config.find("train.log") == std::string::npos);  // not in this run directory
 }
 
 TEST_CASE("train: the run report notes missing files instead of failing") {
@@ -341,4 +391,166 @@ TEST_CASE("train: the run report notes missing files instead of failing") {
   CHECK(section(html, "curves").find("not found") != std::string::npos);
   CHECK(section(html, "attention").find("not found") != std::string::npos);
   CHECK_THROWS_AS(write_run_report(dir.path / "nope"), Error);
+}
+
+TEST_CASE("train: the attention explorer draws edited attention files without heads.json") {
+  TempDir dir("headlab-report-edited");
+  write_analysis(dir.path, hand_result());
+  fs::remove(dir.path / "heads.json");
+  json tokens = json::parse(slurp(dir.path / "attention_tokens.json"));
+  tokens["examples"][0]["tokens"] = json::array({"BOS", "only two"});  // not T = 5 tokens
+  tokens["examples"][1]["partners"] = {{"PREV", {99, -5, 2}}};         // out of range, too short
+  std::ofstream(dir.path / "attention_tokens.json") << tokens.dump();
+  const std::string html = slurp(write_run_report(dir.path));
+  CHECK(check_tags(html) == "");
+  const std::string att = section(html, "attention");
+  CHECK(att.find("<title>query 0 ? \u2192 key 0 ?: 0.600</title>") != std::string::npos);
+  const json data = embedded_json(att, "att-data");
+  CHECK(data["examples"].size() == 2);
+  CHECK(data["relations"].empty());  // the relations come from heads.json
+  CHECK(data["heads"][1]["caption"] == "L0 H1");
+  CHECK(html.find("id=\"verdict\"") == std::string::npos);
+}
+
+namespace {
+
+// A heads.json with one layer of len(mass) heads over PREV, HEAD, SEM, written by hand: each
+// head's mass row and the assignment relation -> head.
+json hand_heads(const std::vector<std::array<double, 3>>& mass, const std::vector<int>& assigned) {
+  const std::vector<std::string> rel = {"PREV", "HEAD", "SEM"};
+  json heads = json::array(), assignment = json::object();
+  for (size_t k = 0; k < mass.size(); ++k) {
+    json m = json::object();
+    for (int r = 0; r < 3; ++r) m[rel[r]] = mass[k][r];
+    heads.push_back({{"head", k}, {"mass", m}, {"ablation_accuracy", 0.5}, {"importance", 0.2}});
+  }
+  for (int r = 0; r < 3; ++r)
+    assignment[rel[r]] = assigned[r] < 0 ? json(nullptr) : json::array({0, assigned[r]});
+  return {
+      {"relations", rel},
+      {"layers", json::array({{{"layer", 0}, {"heads", heads}}})},
+      {"eval_accuracy", 0.9},
+      {"specialization",
+       {{"assignment", assignment}, {"claim_threshold", 0.5}, {"s_match", 0.6}, {"n_claimed", 2}}}};
+}
+
+}  // namespace
+
+TEST_CASE("train: the verdict names each relation's head and tells claimed from unclaimed") {
+  const json three =
+      hand_heads({{0.92, 0.02, 0.01}, {0.05, 0.81, 0.10}, {0.04, 0.29, 0.66}}, {0, 1, 2});
+  CHECK(specialization_verdict(three) ==
+        "3 of 3 relations have their own head: PREV L0H0 0.92, HEAD L0H1 0.81, SEM L0H2 0.66.");
+  // SEM's head puts 0.11 on its partner: assigned (nothing better is left) but not claimed.
+  const json two =
+      hand_heads({{0.92, 0.02, 0.01}, {0.05, 0.81, 0.10}, {0.40, 0.29, 0.11}}, {0, 1, 2});
+  CHECK(specialization_verdict(two) ==
+        "2 of 3 relations have their own head: PREV L0H0 0.92, HEAD L0H1 0.81; unclaimed "
+        "(mass <= 0.5): SEM L0H2 0.11.");
+  // The threshold is the document's; exactly at it is not a claim (n_claimed counts "> t").
+  json strict = two;
+  strict["specialization"]["claim_threshold"] = 0.81;
+  CHECK(specialization_verdict(strict) ==
+        "1 of 3 relations has its own head: PREV L0H0 0.92; unclaimed (mass <= 0.81): HEAD L0H1 "
+        "0.81, SEM L0H2 0.11.");
+  const json one = hand_heads({{0.30, 0.72, 0.20}}, {-1, 0, -1});
+  CHECK(specialization_verdict(one) ==
+        "1 of 3 relations has its own head: HEAD L0H0 0.72; no head: PREV, SEM.");
+  CHECK(specialization_verdict(json(nullptr)) == "");
+}
+
+TEST_CASE("train: the run report draws an unclaimed assignment grey and dashed, never as a claim") {
+  TempDir dir("headlab-report-unclaimed");
+  std::ofstream(dir.path / "heads.json")
+      << hand_heads({{0.92, 0.02, 0.01}, {0.05, 0.81, 0.10}, {0.40, 0.29, 0.11}}, {0, 1, 2}).dump();
+  const std::string html = slurp(write_run_report(dir.path));
+  CHECK(check_tags(html) == "");
+  CHECK(html.find("<p class=\"verdict\" id=\"verdict\">2 of 3 relations") != std::string::npos);
+  const std::string spec = section(html, "specialization");
+  CHECK(spec.find("\u2192 SEM (unclaimed)</text>") != std::string::npos);
+  CHECK(spec.find("fill=\"#8a919c\">\u2192 SEM") != std::string::npos);  // grey, not SEM purple
+  CHECK(spec.find("fill=\"#2e9e44\">\u2192 HEAD</text>") != std::string::npos);
+  CHECK(spec.find("stroke=\"#8a919c\" stroke-width=\"1.8\" stroke-dasharray") != std::string::npos);
+  CHECK(spec.find("stroke=\"#e8710a\" stroke-width=\"1.8\"/>") != std::string::npos);  // PREV solid
+  // The summary's SEM tag is outlined; the ablation bar of L0 H2 is grey.
+  const std::string summary = section(html, "summary");
+  CHECK(summary.find("tag open\" style=\"border-color:#8e44ad;color:#8e44ad\">SEM") !=
+        std::string::npos);
+  CHECK(summary.find("unclaimed: not above 0.5") != std::string::npos);
+  CHECK(section(html, "ablation").find("fill=\"#8e44ad\"") == std::string::npos);
+  CHECK(section(html, "ablation").find("SEM unclaimed") != std::string::npos);
+}
+
+namespace {
+
+// A sweep.json as `headlab sweep` writes it, over `key` with `values` x `seeds` seeds.
+json hand_sweep(const std::string& key, const std::vector<json>& values, int seeds,
+                const std::vector<int>& d_k) {
+  json runs = json::array();
+  for (size_t v = 0; v < values.size(); ++v)
+    for (int s = 0; s < seeds; ++s)
+      runs.push_back({{"values", {{key, values[v]}}},
+                      {"seed", 1 + s},
+                      {"dir", fmt::format("run {}#{}", v, s)},
+                      {"ok", true},
+                      {"eval_accuracy", 0.5 + 0.1 * v + 0.01 * s},
+                      {"s_match", 0.4 + 0.1 * v},
+                      {"s_max", 0.5},
+                      {"n_claimed", static_cast<int>(v + 1)},
+                      {"steps_to_95", nullptr},
+                      {"train_seconds", 1.5},
+                      {"d_k", d_k[v]}});
+  return {{"config", "tiny.toml"}, {"over", {key}}, {"seeds", seeds}, {"runs", runs}};
+}
+
+}  // namespace
+
+TEST_CASE("train: the sweep report says what its grid is, singular and plural right") {
+  CHECK(sweep_description(hand_sweep("model.heads", {1, 2}, 1, {64, 32})) ==
+        "2 runs of tiny.toml: 2 settings of model.heads (1, 2) \u00d7 1 seed each (train.seed 1). "
+        "Same d_model in every run, so more heads means narrower heads (d_k 64 down to 32).");
+  // Not over heads: nothing about narrower heads; strings bare.
+  const json act = hand_sweep("model.activation", {"relu", "gelu"}, 2, {16, 16});
+  CHECK(sweep_description(act) ==
+        "4 runs of tiny.toml: 2 settings of model.activation (relu, gelu) \u00d7 2 seeds each "
+        "(train.seed 1, 2). Every run has d_k = 16.");
+  // Over heads with a fixed head width: d_k does not change, so no "narrower".
+  CHECK(sweep_description(hand_sweep("model.heads", {2, 4}, 3, {16, 16})).find("narrower") ==
+        std::string::npos);
+  json one = hand_sweep("train.lr", {0.001}, 1, {16});
+  one["runs"][0]["ok"] = false;
+  CHECK(sweep_description(one) ==
+        "1 run of tiny.toml: 1 setting of train.lr (0.001) \u00d7 1 seed each (train.seed 1). 1 "
+        "run failed (sweep.json says why). Every run has d_k = 16.");
+  json two_keys = hand_sweep("model.heads", {1, 2}, 1, {64, 32});
+  two_keys["over"] = {"model.heads", "train.lr"};
+  two_keys["runs"][0]["values"]["train.lr"] = 0.01;
+  two_keys["runs"][1]["values"]["train.lr"] = 0.01;
+  CHECK(sweep_description(two_keys).find("2 settings: model.heads (1, 2) \u00d7 train.lr (0.01) "
+                                         "\u00d7 1 seed each") != std::string::npos);
+}
+
+TEST_CASE("train: the sweep report draws every seed and links each to its run's report") {
+  const json sweep = hand_sweep("model.heads", {1, 2}, 2, {64, 32});
+  std::vector<SweepRunData> data(4);
+  for (int i = 0; i < 3; ++i) data[i].has_report = true;  // the last run left no report
+  const std::string html = render_sweep_report(sweep, data);
+  CHECK(check_tags(html) == "");
+  CHECK(self_contained(html) == "");
+  CHECK(render_sweep_report(sweep, data) == html);
+  CHECK(html.find("2 seeds each (train.seed 1, 2)") != std::string::npos);
+  const std::string seeds = section(html, "seeds");
+  // Three dots link (the directory name percent-encoded), the fourth is drawn without a link.
+  for (const char* link :
+       {"run%200%230/report.html", "run%200%231/report.html", "run%201%230/report.html"})
+    CHECK(seeds.find(fmt::format("<a href=\"{}\"><circle", link)) != std::string::npos);
+  CHECK(seeds.find("run%201%231") == std::string::npos);
+  CHECK(seeds.find("model.heads=2, seed 2: eval_accuracy 0.610") != std::string::npos);
+  size_t dots = 0;
+  for (size_t p = 0; (p = seeds.find("<circle", p)) != std::string::npos; ++p) ++dots;
+  CHECK(dots == 3 * 4);  // accuracy, s_match and n_claimed of every run
+  CHECK(seeds.find(">0.95</text>") != std::string::npos);   // the threshold, labelled
+  CHECK(seeds.find(">0.505</text>") != std::string::npos);  // setting 1's mean accuracy
+  const std::string table = section(html, "table");
+  CHECK(table.find("<a href=\"run%200%231/report.html\">seed 2</a>") != std::string::npos);
 }

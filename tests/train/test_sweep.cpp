@@ -71,7 +71,43 @@ TEST_CASE("train: plan_sweep builds the grid x seeds and validates every run fir
   twice.over.push_back(parse_over("model.heads=2"));
   CHECK_THROWS_WITH_AS(plan_sweep(twice), doctest::Contains("twice"), Error);
   CHECK_THROWS_AS(plan_sweep(tiny_spec(dir.path, "model.heads=1", 0)), Error);
+  CHECK_THROWS_WITH_AS(plan_sweep(tiny_spec(dir.path, "model.heads=1", kMaxSeeds + 1)),
+                       doctest::Contains("--seeds = 10001 is out of range"), Error);
   CHECK_THROWS_AS(plan_sweep(tiny_spec(dir.path, "train.seed=1,2", 1)), Error);
+  // The same run twice, however the value is spelled, is refused before anything trains.
+  CHECK_THROWS_WITH_AS(plan_sweep(tiny_spec(dir.path, "model.heads=2,2", 1)),
+                       doctest::Contains("are the same run"), Error);
+  CHECK_THROWS_WITH_AS(plan_sweep(tiny_spec(dir.path, "optim.lr=1e-3,0.001", 1)),
+                       doctest::Contains("optim.lr=1e-3 seed=1 and optim.lr=0.001 seed=1"), Error);
+}
+
+TEST_CASE("train: plan_sweep names directories from values, bounded and unique") {
+  TempDir dir("headlab-plan-names");
+  // Strings are values, not TOML: no quotes in names, CSV cells or sweep.json.
+  const std::vector<SweepRun> runs =
+      plan_sweep(tiny_spec(dir.path, "model.activation=relu,'gelu'", 1));
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].dir == dir.path / "activation-relu_seed-1");
+  CHECK(runs[1].dir == dir.path / "activation-gelu_seed-1");
+  CHECK(runs[1].plain_values[0] == "gelu");
+  std::vector<SweepOutcome> outcomes(2);
+  outcomes[0].run = runs[0];
+  outcomes[1].run = runs[1];
+  const SweepSpec spec = tiny_spec(dir.path, "model.activation=relu,'gelu'", 1);
+  CHECK(sweep_to_json(spec, outcomes)["runs"][1]["values"]["model.activation"] == "gelu");
+  const std::string csv = sweep_to_csv(spec, outcomes);
+  CHECK(csv.find("\ngelu,1,") != std::string::npos);
+  CHECK(csv.find('"') == std::string::npos);
+  // A long value gives a name under the limit that ends in a hash of the whole; two long values
+  // that share the head still get two directories.
+  const std::string a = "0.001" + std::string(110, '0') + "1";
+  const std::vector<SweepRun> long_runs =
+      plan_sweep(tiny_spec(dir.path, "optim.lr=" + a + ",0.002", 1));
+  REQUIRE(long_runs.size() == 2);
+  CHECK(long_runs[0].dir.filename().string().size() <= kMaxRunNameBytes);
+  CHECK(long_runs[0].dir.filename().string().rfind("lr-0.00100", 0) == 0);
+  CHECK(plain_value("[0.9, 0.98]") == "0.9,0.98");
+  CHECK(plain_value("\"post\"") == "post");
 }
 
 TEST_CASE("train: sweep.json and sweep.csv carry one row per run, failed runs as nulls") {
@@ -139,10 +175,29 @@ TEST_CASE("train: headlab sweep over two head counts writes the table, the runs 
 
   const std::string html = slurp(dir.path / "sw" / "report.html");
   CHECK(check_tags(html) == "");
+  CHECK(html.find("2 runs of tiny.toml: 2 settings of model.heads (1, 2) \u00d7 1 seed each "
+                  "(train.seed 1). Same d_model in every run, so more heads means narrower heads "
+                  "(d_k 64 down to 32).") != std::string::npos);
+  CHECK(fs::exists(dir.path / "sw" / "sweep.log"));
+  CHECK(slurp(dir.path / "sw" / "sweep.log").find("model.heads=2 seed=1") != std::string::npos);
+  CHECK(slurp(dir.path / "sw" / "heads-2_seed-1" / "train.log").find("step ") != std::string::npos);
   CHECK(html.find("<script") == std::string::npos);
   CHECK(section(html, "table").find("model.heads=2") != std::string::npos);
   CHECK(section(html, "curves").find("<polyline") != std::string::npos);
   CHECK(section(html, "specialization").find("s_match") != std::string::npos);
+  CHECK(html.find("2 settings of model.heads (1, 2) \u00d7 1 seed each") != std::string::npos);
+  CHECK(html.find("more heads means narrower heads (d_k 64 down to 32)") != std::string::npos);
+  // Every link of the page opens an existing run report (each seed's dot and table entry).
+  size_t links = 0;
+  for (size_t p = 0; (p = html.find("<a href=\"", p)) != std::string::npos; ++p) {
+    const size_t a = p + 9, b = html.find('"', a);
+    const std::string target = html.substr(a, b - a);
+    if (target[0] == '#') continue;  // the contents line
+    CAPTURE(target);
+    CHECK(fs::is_regular_file(dir.path / "sw" / target));
+    ++links;
+  }
+  CHECK(links == 2 * 4);  // two runs: a dot in each of three charts and a table link
 
   // --report-only trains nothing and collects the same table again.
   fs::remove(dir.path / "sw" / "sweep.json");

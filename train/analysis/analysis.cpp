@@ -44,6 +44,7 @@ class EvalModeGuard {
 AnalysisResult start(const Encoder& model, const Task& task, const Config& config,
                      const AnalysisOptions& options) {
   AnalysisResult res;
+  res.task = task.name();
   res.relations = task.relations();
   if (res.relations.empty()) fail("analyze: task '{}' has no relations to analyse", task.name());
   res.layers = static_cast<int>(model.num_layers());

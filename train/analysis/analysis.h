@@ -24,7 +24,8 @@
 //   heads.json             the shape: {"relations", "layers": [{"layer", "heads": [{"head",
 //                          "mass", "argmax_accuracy", "entropy", "confidence",
 //                          "ablation_accuracy", "keep_only_accuracy", "importance", ...}]}],
-//                          "specialization": {"s_max", "s_match", "n_claimed", "assignment"},
+//                          "specialization": {"s_max", "s_match", "n_claimed",
+//                          "claim_threshold", "assignment"},
 //                          "eval_accuracy", ...} plus mass_distinct, component accuracies,
 //                          relation groups and the group-ablation matrix, "pruning": [{
 //                          "heads_pruned", "pruned": [layer, head] (null at 0), "accuracy",
@@ -82,6 +83,7 @@ struct AttentionExamples {
 };
 
 struct AnalysisResult {
+  std::string task;  // Task::name()
   std::vector<std::string> relations;
   int layers = 0, heads = 0;
   std::vector<HeadAnalysis> per_head;  // layer-major: index l * heads + h

@@ -48,6 +48,7 @@ json specialization_json(const AnalysisResult& res) {
   return {{"s_max", res.specialization.s_max},
           {"s_match", res.specialization.s_match},
           {"n_claimed", res.specialization.n_claimed},
+          {"claim_threshold", res.specialization.claim_threshold},
           {"assignment", assignment}};
 }
 
@@ -97,7 +98,8 @@ json analysis_to_json(const AnalysisResult& res) {
     groups[res.relations[r]] = g;
     drops[res.relations[r]] = by_relation(res, res.group_drops[r]);
   }
-  return {{"relations", res.relations},
+  return {{"task", res.task},
+          {"relations", res.relations},
           {"layers", layers},
           {"specialization", specialization_json(res)},
           {"eval_accuracy", res.eval.accuracy},

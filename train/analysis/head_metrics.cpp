@@ -196,6 +196,7 @@ Specialization specialization(const HeadRelationMatrix& mass, double claim_thres
   const int R = mass.relations;
   if (R <= 0 || R > 16) fail("specialization: {} relations but expected 1..16", R);
   Specialization out;
+  out.claim_threshold = claim_threshold;
   out.s_max = s_max(mass);
   best_assignment(mass, out);
   for (int r = 0; r < R; ++r) {

@@ -105,6 +105,7 @@ struct Specialization {
   double s_max = 0.0;
   double s_match = 0.0;
   int n_claimed = 0;
+  double claim_threshold = 0.5;     // the threshold n_claimed was counted with
   std::vector<HeadRef> assignment;  // [R]; invalid HeadRef for an unassigned relation
 };
 

@@ -1,6 +1,9 @@
-// `headlab analyze RUN_DIR`: loads the latest checkpoint and the resolved config of a run, runs
-// the head analysis and writes heads.json, attention.npy (+ attention_tokens.json) and
-// report.html into the run directory. Also the analysis step at the end of `headlab train`.
+// `headlab analyze RUN_DIR [--checkpoint NAME|PATH]`: loads a checkpoint of a run (the latest by
+// default) and the config saved in it, runs the head analysis and writes heads.json,
+// attention.npy (+ attention_tokens.json) and report.html into the run directory, or into
+// RUN_DIR/analysis/step-NNNNNN/ for an earlier checkpoint. Also the analysis step at the end of
+// `headlab train`. It writes into the run, so it claims it (train/run/run_dir.h): a run that is
+// still training is refused ("in use by pid N").
 
 #include <cstdio>
 #include <filesystem>
@@ -10,10 +13,15 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
-#include "train/run/analyze_run.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/cli/output.h"
 #include "train/config/config.h"
+#include "train/io/files.h"
 #include "train/report/report.h"
+#include "train/run/analyze_run.h"
+#include "train/run/checkpoint.h"
+#include "train/run/run_dir.h"
 #include "train/run/trainer.h"
 
 namespace headlab::cli {
@@ -43,63 +51,110 @@ std::string summary_text(const AnalysisResult& r) {
   return out;
 }
 
+// Where the analysis of checkpoint `used` goes: the run directory for its latest checkpoint,
+// RUN/analysis/step-NNNNNN/ for an earlier one (the run's own heads.json and report.html stay).
+fs::path analysis_dir(const fs::path& run, const fs::path& used) {
+  const std::optional<fs::path> latest = latest_checkpoint(run);
+  std::error_code ec;
+  if (latest && fs::equivalent(*latest, used, ec)) return run;
+  return run / "analysis" / used.filename();
+}
+
+struct AnalyzeArgs {
+  std::string run_dir;
+  std::string checkpoint;
+  int64_t examples = -1;  // -1: 4, or fewer when the batch is smaller
+  int64_t batches = 0;
+  int64_t batch_size = 0;
+  bool report_only = false;
+};
+
+int run_analyze(const AnalyzeArgs& a) {
+  const RunCheckpoint rc = resolve_run_checkpoint(a.run_dir, a.checkpoint);
+  check_run_dir(rc.run_dir, RunDirUse::write);
+  if (a.report_only) {
+    const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);  // it writes there
+    fs::path dir = rc.run_dir;
+    if (!rc.checkpoint.empty())
+      dir = analysis_dir(rc.run_dir, find_checkpoint(rc.run_dir, rc.checkpoint));
+    if (!fs::is_directory(dir)) fail("'{}' holds no analysis to report on", dir.string());
+    // An earlier checkpoint's report reads its analysis there and the curves from the run.
+    const fs::path report =
+        dir == rc.run_dir ? write_run_report(rc.run_dir) : write_run_report(rc.run_dir, dir);
+    fmt::print("wrote {}\n", report.string());
+    return kOk;
+  }
+  load_run_plugins(rc.run_dir);  // the run's plugins, from run.json
+  const CheckpointData c = load_run_checkpoint(rc);
+  // The run's config, with the analysis' batches as evaluation keys: checked (the memory
+  // estimate included) before any work.
+  std::vector<std::string> sets;
+  if (a.batches > 0) sets.push_back(fmt::format("train.eval_batches={}", a.batches));
+  if (a.batch_size > 0) sets.push_back(fmt::format("train.eval_batch_size={}", a.batch_size));
+  const fs::path used = c.dir;
+  const Config config = parse_config(c.resolved_config, (used / "config.resolved.toml").string(),
+                                     sets, std::vector<std::string>(sets.size(), "analyze"));
+  AnalysisOptions options;
+  options.batches = a.batches;
+  options.batch_size = a.batch_size;
+  const int64_t batch = config.train.eval_batch_size;
+  if (a.examples > batch)
+    fail(
+        "--examples = {} is more than the sentences of a batch ({}; --batch-size or "
+        "train.eval_batch_size)",
+        a.examples, batch);
+  options.examples = a.examples >= 0 ? a.examples : std::min<int64_t>(4, batch);
+  Trainer trainer(config, rc.run_dir);
+  trainer.restore(ConfigUse::evaluate, c);
+  // Everything was checked: claim the run (a run still training is refused) and write.
+  const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);
+  const fs::path out = analysis_dir(rc.run_dir, used);
+  make_directories(out);
+  const AnalysisResult r =
+      analyze_run(rc.run_dir, trainer.model(), trainer.task(), trainer.config(), options,
+                  out == rc.run_dir ? fs::path{} : out);
+  fmt::print("{}", summary_text(r));
+  fmt::print(
+      "analyzed {} (step {}); wrote heads.json, attention.npy, attention_tokens.json and "
+      "report.html in {}\n",
+      used.string(), trainer.step(), out.string());
+  return kOk;
+}
+
 }  // namespace
 
 void analyze_after_train(Trainer& trainer) {
+  AnalysisOptions options;
+  options.examples = std::min<int64_t>(4, trainer.config().train.eval_batch_size);
   const AnalysisResult r =
-      analyze_run(trainer.run_dir(), trainer.model(), trainer.task(), trainer.config());
-  std::fprintf(stderr, "%s", summary_text(r).c_str());
-  std::fprintf(stderr, "analysis: wrote heads.json, attention.npy and report.html in %s\n",
-               trainer.run_dir().string().c_str());
+      analyze_run(trainer.run_dir(), trainer.model(), trainer.task(), trainer.config(), options);
+  const std::string text =
+      summary_text(r) +
+      fmt::format("analysis: wrote heads.json, attention.npy and report.html in {}\n",
+                  trainer.run_dir().string());
+  Output::get().terminal(text);
+  Output::get().log_lines(text);
 }
 
 void add_analyze_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "analyze", "Head analysis of a trained run: heads.json, attention.npy, report.html");
-  static std::string run_dir;
-  static int64_t examples = 4;
-  static int64_t batches = 0;
-  static int64_t batch_size = 0;
-  static bool report_only = false;
-  cmd->add_option("RUN_DIR", run_dir, "Run directory written by `headlab train`")->required();
-  cmd->add_option("--examples", examples, "Sentences whose attention maps go to attention.npy")
-      ->capture_default_str();
-  cmd->add_option("--batches", batches, "Evaluation batches (0: train.eval_batches)")
-      ->capture_default_str();
-  cmd->add_option("--batch-size", batch_size, "Sentences per batch (0: train.eval_batch_size)")
-      ->capture_default_str();
-  cmd->add_flag("--report-only", report_only,
+  static AnalyzeArgs a;
+  cmd->add_option("RUN_DIR", a.run_dir, "Run directory written by `headlab train`")->required();
+  cmd->add_option("--checkpoint", a.checkpoint,
+                  "Analyze this checkpoint (step-NNNNNN or a path to one) instead of the latest; "
+                  "an earlier one is written into RUN_DIR/analysis/step-NNNNNN/")
+      ->type_name("NAME|PATH");
+  add_int_option(*cmd, "--examples", a.examples, -1, 65536,
+                 "Sentences whose attention maps go to attention.npy (-1: 4, at most a batch)");
+  add_int_option(*cmd, "--batches", a.batches, 0, 65536,
+                 "Evaluation batches (0: train.eval_batches)");
+  add_int_option(*cmd, "--batch-size", a.batch_size, 0, 65536,
+                 "Sentences per batch (0: train.eval_batch_size)");
+  cmd->add_flag("--report-only", a.report_only,
                 "Only rewrite report.html from the files already in RUN_DIR");
-  cmd->callback([&exit_code] {
-    const fs::path dir(run_dir);
-    if (!fs::is_directory(dir)) fail("analyze: '{}' is not a directory", run_dir);
-    // `headlab train` writes the resolved config first, so every run directory has one (a run
-    // interrupted before its analysis too, whose report then shows what exists).
-    const fs::path config_file = dir / "config.resolved.toml";
-    if (!fs::exists(config_file)) {
-      fail("analyze: '{}' has no config.resolved.toml; is it a run directory of `headlab train`?",
-           run_dir);
-    }
-    if (report_only) {
-      const fs::path report = write_run_report(dir);
-      fmt::print("wrote {}\n", report.string());
-      exit_code = kOk;
-      return;
-    }
-    Trainer trainer(load_config(config_file), dir);
-    trainer.resume();
-    AnalysisOptions options;
-    options.examples = examples;
-    options.batches = batches;
-    options.batch_size = batch_size;
-    const AnalysisResult r =
-        analyze_run(dir, trainer.model(), trainer.task(), trainer.config(), options);
-    fmt::print("{}", summary_text(r));
-    fmt::print("wrote {}, {}, {} and {}\n", (dir / "heads.json").string(),
-               (dir / "attention.npy").string(), (dir / "attention_tokens.json").string(),
-               (dir / "report.html").string());
-    exit_code = kOk;
-  });
+  cmd->footer(exit_codes_text());
+  cmd->callback([&exit_code] { exit_code = run_analyze(a); });
 }
 
 }  // namespace headlab::cli

@@ -4,6 +4,9 @@
 //   --kernels        GFLOP/s of matmul at the encoder's shapes per backend and thread count,
 //                    beside the FMA peak; then time per call of the other kernels.
 //   --preset S|M|L   the training step of the PyTorch reference's encoder.
+//   --config FILE    the training step of a config (with --set overrides), through the trainer.
+//   --profile        with --preset or --config: one step split by op (forward ops, backward
+//                    entries, optimizer regions), each beside the GEMM-only time of its products.
 //
 // Adding a mode: a bench/<mode>.{h,cpp} that returns the JSON it reports, its flags and its
 // printer here, and one branch in the command's callback.
@@ -21,6 +24,7 @@
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 
 namespace headlab::cli {
 namespace {
@@ -29,6 +33,7 @@ using nlohmann::json;
 
 struct BenchOptions {
   bool kernels = false;
+  bool profile = false;
   bool json = false;
   bench::KernelBenchOptions kernel;  // --threads, --reps
   bench::StepBenchOptions step;      // --preset and its options
@@ -38,40 +43,73 @@ void add_step_options(CLI::App& cmd, bench::StepBenchOptions& o) {
   cmd.add_option("--preset", o.preset,
                  "Time the training step of the PyTorch reference's encoder: S, M or L")
       ->check(CLI::IsMember({"S", "M", "L"}));
-  cmd.add_option("--steps", o.steps, "Timed training steps (default: S 200, M 100, L 20)")
-      ->check(CLI::Range(2, 1000000));
-  cmd.add_option("--warmup", o.warmup, "Warm-up steps before timing (default: S 20, M 10, L 5)")
-      ->check(CLI::Range(1, 1000000));
-  cmd.add_option("--backend", o.backend, "Kernel backend for --preset: auto, reference, blas, onednn");
-  cmd.add_option("--seed", o.seed, "Seed of the parameters and the batch (--preset)")
-      ->check(CLI::Range(0, 1 << 30));
+  cmd.add_option("--config", o.config,
+                 "Time the training step of this config (its task, batch, model and optimizer)");
+  add_set_option(cmd, o.sets, "Override a key of --config, KEY=VALUE");
+  add_int_option(cmd, "--steps", o.steps, 2, 1000000,
+                 "Timed training steps (default: S 200, M 100, L 20, a config 100)");
+  add_int_option(cmd, "--warmup", o.warmup, 1, 1000000,
+                 "Warm-up steps before timing (default: S 20, M 10, L 5, a config 10)");
+  cmd.add_option("--backend", o.backend,
+                 "Kernel backend: auto, reference, blas, onednn (default: auto, or the config's)");
+  add_int_option(cmd, "--seed", o.seed, 0, 1 << 30,
+                 "Seed of the parameters and the batch (--preset)");
+}
+
+// "preset M (seq 32, d_model 128, heads 8, batch 64, layers 2), 1 thread(s), backend onednn"
+std::string workload_line(const json& r) {
+  const std::string what = r.contains("preset") ? "preset " + r["preset"].get<std::string>()
+                                                : "config " + r["config"].get<std::string>();
+  return fmt::format(
+      "{} (seq {}, d_model {}, heads {}, batch {}, layers {}), {} thread(s), "
+      "backend {}",
+      what, r["seq"].get<int64_t>(), r["d_model"].get<int64_t>(), r["heads"].get<int64_t>(),
+      r["batch"].get<int64_t>(), r["layers"].get<int64_t>(), r["threads"].get<int>(),
+      r["backend"].get<std::string>());
 }
 
 void print_step_bench(const json& r) {
-  fmt::print("training step, preset {} (seq {}, d_model {}, heads {}, batch {}, layers {}), "
-             "{} thread(s), backend {}\n",
-             r["preset"].get<std::string>(), r["seq"].get<int64_t>(), r["d_model"].get<int64_t>(),
-             r["heads"].get<int64_t>(), r["batch"].get<int64_t>(), r["layers"].get<int64_t>(),
-             r["threads"].get<int>(), r["backend"].get<std::string>());
-  fmt::print("  step ms     median {:.3f}  p10 {:.3f}  p90 {:.3f}  ({} steps, {} clean)\n",
+  fmt::print("training step, {}\n", workload_line(r));
+  fmt::print("  step ms     median {:.3f}  p10 {:.3f}  p90 {:.3f}  ({} steps, {} clean); "
+             "thread CPU {:.3f}\n",
              r["train_step_ms_median"].get<double>(), r["train_step_ms_p10"].get<double>(),
              r["train_step_ms_p90"].get<double>(), r["steps"].get<int>(),
-             r["steps_clean"].get<size_t>());
+             r["steps_clean"].get<size_t>(), r["train_step_cpu_ms_median"].get<double>());
   fmt::print("  inference   {:.3f} ms per forward\n", r["infer_fwd_ms_median"].get<double>());
-  fmt::print("  achieved    {:.1f} GFLOP/s ({:.3f} GFLOP per step), {:.0f}% of the FMA peak "
-             "({:.1f} GFLOP/s per core)\n",
-             r["achieved_gflops"].get<double>(), r["train_flops_approx"].get<double>() * 1e-9,
-             100.0 * r["fraction_of_fma_peak"].get<double>(),
-             r["fma_peak_gflops_per_core"].get<double>());
+  fmt::print(
+      "  achieved    {:.1f} GFLOP/s ({:.3f} GFLOP per step), {:.0f}% of the FMA peak "
+      "({:.1f} GFLOP/s per core)\n",
+      r["achieved_gflops"].get<double>(), r["train_flops_approx"].get<double>() * 1e-9,
+      100.0 * r["fraction_of_fma_peak"].get<double>(), r["fma_peak_gflops_per_core"].get<double>());
   fmt::print("  GEMM-only   {:.3f} ms ({} calls); step / GEMM-only = {:.2f}\n",
              r["gemm_only_ms"].get<double>(), r["gemm_calls_per_step"].get<int64_t>(),
              r["step_over_gemm_only"].get<double>());
   fmt::print("  peak RSS    {:.1f} MB\n", r["peak_rss_mb"].get<double>());
-  fmt::print("  heap allocations per step {:.2f} (operator new {:.2f}, new pooled buffers {:.2f})\n",
-             r["allocations_per_step"].get<double>(), r["operator_new_per_step"].get<double>(),
-             r["pool_heap_allocations_per_step"].get<double>());
+  fmt::print(
+      "  heap allocations per step {:.2f} (operator new {:.2f}, new pooled buffers {:.2f})\n",
+      r["allocations_per_step"].get<double>(), r["operator_new_per_step"].get<double>(),
+      r["pool_heap_allocations_per_step"].get<double>());
   fmt::print("  loss        {:.4f} -> {:.4f}\n", r["loss_first"].get<double>(),
              r["loss_last"].get<double>());
+}
+
+void print_profile(const json& r) {
+  fmt::print("profile of the training step, {}\n", workload_line(r));
+  fmt::print(
+      "  {} profiled steps: step median {:.3f} ms with the hook installed; rows sum to "
+      "{:.3f} ms, their GEMM-only time to {:.3f} ms\n\n",
+      r["profile_steps"].get<int>(), r["step_ms_median"].get<double>(),
+      r["rows_ms_total"].get<double>(), r["gemm_only_ms"].get<double>());
+  fmt::print("  {:<9} {:<26} {:>6} {:>9} {:>7} {:>10} {:>8}\n", "kind", "op", "calls", "ms",
+             "share", "GEMM-only", "/ GEMM");
+  for (const json& row : r["rows"]) {
+    const double ms = row["ms"].get<double>(), gemm = row["gemm_only_ms"].get<double>();
+    fmt::print("  {:<9} {:<26} {:>6.1f} {:>9.3f} {:>6.1f}% {:>10} {:>8}\n",
+               row["kind"].get<std::string>(), row["op"].get<std::string>(),
+               row["calls"].get<double>(), ms, 100.0 * row["share"].get<double>(),
+               gemm > 0 ? fmt::format("{:.3f}", gemm) : "-",
+               gemm > 0 ? fmt::format("{:.2f}", ms / gemm) : "-");
+  }
 }
 
 void print_kernel_tables(const json& report) {
@@ -97,8 +135,17 @@ void print_kernel_tables(const json& report) {
     fmt::print("{:<34} {:>9} {:>3} {:>10.1f}\n", r["kernel"].get<std::string>(),
                r["backend"].get<std::string>(), r["threads"].get<int>(),
                r["us_per_call"].get<double>());
+  fmt::print("\n{:<40} {:>3} {:>10} {:>9} {:>7}\n", "fused attention (batch x heads)", "thr",
+             "us/call", "GFLOP/s", "% peak");
+  for (const json& r : report["attention"]) {
+    double peak = 0.0;
+    for (const json& p : report["peak"])
+      if (p["threads"] == r["threads"]) peak = std::max(peak, p["gflops"].get<double>());
+    fmt::print("{:<40} {:>3} {:>10.1f} {:>9.1f} {:>6.0f}%\n", r["shape"].get<std::string>(),
+               r["threads"].get<int>(), r["us_per_call"].get<double>(), r["gflops"].get<double>(),
+               peak > 0 ? 100.0 * r["gflops"].get<double>() / peak : 0.0);
+  }
 }
-
 
 }  // namespace
 
@@ -110,30 +157,39 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--kernels", opts->kernels,
                 "Matmul GFLOP/s at the encoder's shapes per backend and thread count, beside "
                 "the FMA peak, and the other kernels' time per call");
-  cmd->add_option("--threads", opts->kernel.threads,
-                  "Only this thread count (default: 1 and all cores)")
-      ->check(CLI::Range(0, 1024));
-  cmd->add_option("--reps", opts->kernel.reps, "Timed repetitions per entry (median reported)")
-      ->check(CLI::Range(1, 1000));
+  add_int_option(*cmd, "--threads", opts->kernel.threads, 0, 1024,
+                 "Only this thread count (default: 1 and all cores)");
+  add_int_option(*cmd, "--reps", opts->kernel.reps, 1, 1000,
+                 "Timed repetitions per entry (median reported)");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
+  cmd->add_flag("--cpu-clock", opts->step.cpu_clock,
+                "--profile on the thread's CPU clock (one thread on a shared machine)");
+  cmd->add_flag("--profile", opts->profile,
+                "With --preset or --config: one step's time by op (forward, backward, optimizer), "
+                "each beside the GEMM-only time of its products");
   cmd->callback([opts, &exit_code] {
-    if (!opts->step.preset.empty()) {  // training step; --threads 0 means 1 here
-      const json r = bench::run_step_bench(opts->step, opts->kernel.threads);
+    exit_code = kOk;
+    auto emit = [&](const json& r, auto print) {
       if (opts->json)
         fmt::print("{}\n", r.dump());  // one line: the last line on stdout
       else
-        print_step_bench(r);
-      exit_code = kOk;
-      return;
+        print(r);
+    };
+    const bench::StepBenchOptions& step = opts->step;
+    if (!step.preset.empty() || !step.config.empty()) {  // --threads 0: the workload's own
+      if (opts->profile)
+        return emit(bench::run_step_profile(step, opts->kernel.threads), print_profile);
+      return emit(bench::run_step_bench(step, opts->kernel.threads), print_step_bench);
     }
-    if (!opts->kernels) fail("bench: no mode given (expected --kernels or --preset S|M|L)");
+    if (opts->profile) fail("bench: --profile needs --preset S|M|L or --config FILE");
+    if (!opts->kernels)
+      fail("bench: no mode given (expected --kernels, --preset S|M|L or --config FILE)");
     const json report = bench::run_kernels_bench(opts->kernel);
     set_num_threads(0);
     if (opts->json)
       fmt::print("{}\n", report.dump(2));
     else
       print_kernel_tables(report);
-    exit_code = kOk;
   });
 }
 

@@ -3,10 +3,15 @@
 // returns the process exit code through `exit_code`. Errors are thrown (headlab::Error for a
 // user's mistake) and turned into one line and an exit code by main().
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace headlab {
 class Trainer;
+struct CheckpointData;
 }
 
 namespace headlab::cli {
@@ -23,5 +28,26 @@ void add_train_command(CLI::App& app, int& exit_code);    // train.cpp
 void add_eval_command(CLI::App& app, int& exit_code);     // eval.cpp
 // The head analysis at the end of `headlab train` (heads.json, attention.npy, report.html).
 void analyze_after_train(Trainer& trainer);
+
+// Plugins (plugins.cpp). --plugin PATH, repeatable, into `plugins`.
+void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins);
+// Loads each --plugin; an error names the flag and the plugin.
+void load_plugin_flags(const std::vector<std::string>& plugins);
+// Loads the plugins <run_dir>/run.json records, each checked against its sha256 (none: no-op).
+void load_run_plugins(const std::filesystem::path& run_dir);
+// Adds every loaded plugin to <run_dir>/run.json (created when absent; other fields kept).
+void record_run_plugins(const std::filesystem::path& run_dir);
+// "plugins: none", or each loaded plugin with its sha256 and what it registered.
+std::string plugins_text();
+// The run and checkpoint that `eval` and `analyze` read (eval.cpp): RUN_DIR may itself be one of
+// the run's checkpoint directories; checkpoint "" means the latest.
+struct RunCheckpoint {
+  std::filesystem::path run_dir;
+  std::string checkpoint;
+};
+// Checks that the run directory is headlab's. Throws headlab::Error.
+RunCheckpoint resolve_run_checkpoint(const std::string& run_dir, const std::string& checkpoint);
+// Loads and verifies the chosen checkpoint (the latest is re-read if retention removes it).
+CheckpointData load_run_checkpoint(const RunCheckpoint& rc);
 
 }  // namespace headlab::cli

@@ -1,8 +1,9 @@
-// `headlab eval RUN_DIR`: loads the run's latest checkpoint with the config saved beside it and
-// prints accuracy and loss on the evaluation sentences (train.eval_seed; change it, or the
-// number and size of batches, with --set).
+// `headlab eval RUN_DIR [--checkpoint NAME|PATH]`: loads the run's plugins (run.json) and a
+// checkpoint of the run (the latest by default) with the config saved in it and prints accuracy
+// and loss on the evaluation sentences (train.eval_seed; change it, or the number and size of
+// batches, with --set). Reads only: a run that is still training is evaluated at a complete
+// checkpoint.
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -11,10 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "train/run/checkpoint.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 #include "train/config/config.h"
-#include "train/io/files.h"
+#include "train/run/checkpoint.h"
+#include "train/run/run_dir.h"
 #include "train/run/trainer.h"
 
 namespace headlab::cli {
@@ -25,42 +27,43 @@ namespace fs = std::filesystem;
 struct EvalArgs {
   std::string run_dir;
   std::vector<std::string> sets;
+  std::string checkpoint;
   bool json = false;
 };
 
+void print_json(const EvalMetrics& e, const TrainConfig& t, const fs::path& checkpoint) {
+  nlohmann::json components = nlohmann::json::object();
+  for (size_t r = 0; r < e.relations.size() && r < e.relation_accuracy.size(); ++r)
+    components[e.relations[r]] = e.relation_accuracy[r];
+  const nlohmann::json out = {{"step", e.step},
+                              {"checkpoint", checkpoint.string()},
+                              {"accuracy", e.accuracy},
+                              {"loss", e.loss},
+                              {"component_accuracy", components},
+                              {"tokens", e.tokens},
+                              {"eval_batches", t.eval_batches},
+                              {"eval_batch_size", t.eval_batch_size},
+                              {"eval_seed", t.eval_seed}};
+  fmt::print("{}\n", out.dump());
+}
+
 int run_eval(const EvalArgs& a) {
-  const fs::path dir(a.run_dir);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) fail("eval: '{}' is not a directory", a.run_dir);
-  const std::optional<fs::path> latest = latest_checkpoint(dir);
-  if (!latest)
-    fail("eval: no checkpoint in '{}' ('{}' does not exist)", a.run_dir,
-         (dir / "checkpoints" / "latest").string());
-  // The config the checkpoint was trained with; --set may change evaluation keys, and resume()
-  // refuses changes of shape.
-  const fs::path config_file = *latest / "config.resolved.toml";
+  const RunCheckpoint rc = resolve_run_checkpoint(a.run_dir, a.checkpoint);
+  load_run_plugins(rc.run_dir);  // the run's plugins, from run.json
+  const CheckpointData c = load_run_checkpoint(rc);
+  const fs::path used = c.dir;
+  // The config the checkpoint was trained with; --set may change what an evaluation measures.
   const Config config =
-      parse_config(read_file(config_file, uint64_t{64} << 20), config_file.string(), a.sets);
-  Trainer trainer(config, dir);
-  trainer.resume();
+      parse_config(c.resolved_config, (used / "config.resolved.toml").string(), a.sets);
+  Trainer trainer(config, rc.run_dir);
+  trainer.restore(ConfigUse::evaluate, c);
   const EvalMetrics e = trainer.evaluate();
   const TrainConfig& t = trainer.config().train;
   if (a.json) {
-    nlohmann::json components = nlohmann::json::object();
-    for (size_t r = 0; r < e.relations.size() && r < e.relation_accuracy.size(); ++r)
-      components[e.relations[r]] = e.relation_accuracy[r];
-    nlohmann::json out = {{"step", e.step},
-                          {"accuracy", e.accuracy},
-                          {"loss", e.loss},
-                          {"component_accuracy", components},
-                          {"tokens", e.tokens},
-                          {"eval_batches", t.eval_batches},
-                          {"eval_batch_size", t.eval_batch_size},
-                          {"eval_seed", t.eval_seed}};
-    fmt::print("{}\n", out.dump());
+    print_json(e, t, used);
     return kOk;
   }
-  fmt::print("checkpoint: {} (step {})\n", latest->string(), e.step);
+  fmt::print("checkpoint: {} (step {})\n", used.string(), e.step);
   fmt::print("sentences: {} x {} from eval_seed {} ({} tokens)\n", t.eval_batches,
              t.eval_batch_size, t.eval_seed, e.tokens);
   fmt::print("accuracy: {:.4f}\nloss: {:.4f}\n", e.accuracy, e.loss);
@@ -71,18 +74,53 @@ int run_eval(const EvalArgs& a) {
 
 }  // namespace
 
+RunCheckpoint resolve_run_checkpoint(const std::string& run_dir, const std::string& checkpoint) {
+  RunCheckpoint out{fs::path(run_dir), checkpoint};
+  // `eval RUN/checkpoints/step-000100`: a checkpoint directory given for the run.
+  const fs::path given = fs::path(run_dir).lexically_normal();
+  const fs::path name =
+      given.filename().empty() ? given.parent_path().filename() : given.filename();
+  const fs::path parent =
+      given.filename().empty() ? given.parent_path().parent_path() : given.parent_path();
+  if (checkpoint.empty() && parent.filename() == "checkpoints" &&
+      parse_checkpoint_name(name.string()) >= 0 && !has_run_marker(given)) {
+    out.run_dir = parent.parent_path().empty() ? fs::path(".") : parent.parent_path();
+    out.checkpoint = given.string();
+  }
+  read_run_marker(out.run_dir);  // a directory of headlab's, or a clear error
+  return out;
+}
+
+CheckpointData load_run_checkpoint(const RunCheckpoint& rc) {
+  if (rc.checkpoint.empty() || rc.checkpoint == "latest") {
+    if (!latest_checkpoint(rc.run_dir))
+      fail(
+          "no checkpoint in '{}' ('{}' does not exist): the run stopped before its first "
+          "checkpoint",
+          rc.run_dir.string(), (rc.run_dir / "checkpoints" / "latest").string());
+    return load_checkpoint(rc.run_dir);  // retries when retention removes it meanwhile
+  }
+  return load_checkpoint_dir(find_checkpoint(rc.run_dir, rc.checkpoint));
+}
+
 void add_eval_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "eval", "Evaluate the latest checkpoint of a run on seeded evaluation sentences");
+      "eval", "Evaluate a checkpoint of a run (the latest by default) on seeded sentences");
   static EvalArgs args;
-  cmd->add_option("RUN_DIR", args.run_dir, "Run directory written by `headlab train`")->required();
-  cmd->add_option("--set", args.sets,
-                  "Override a key of the run's config, e.g. --set train.eval_seed=7 or "
-                  "--set train.eval_batches=16 (repeatable; shapes cannot change)")
-      ->type_name("KEY=VALUE")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("RUN_DIR", args.run_dir,
+                  "Run directory written by `headlab train` (or one of its checkpoint "
+                  "directories)")
+      ->required();
+  cmd->add_option("--checkpoint", args.checkpoint,
+                  "The checkpoint to evaluate: step-NNNNNN, or a path to one of the run's "
+                  "checkpoint directories (default: checkpoints/latest)")
+      ->type_name("NAME|PATH");
+  add_set_option(*cmd, args.sets,
+                 "Change what the evaluation measures, e.g. --set train.eval_seed=7 or --set "
+                 "train.eval_batches=16 (only train.eval_* and runtime.* may differ from the "
+                 "run's config)");
   cmd->add_flag("--json", args.json, "Print one JSON object instead of text");
+  cmd->footer(exit_codes_text());
   cmd->callback([&exit_code] { exit_code = run_eval(args); });
 }
 

@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/gradcheck.h"
-#include "autograd/op_checks.h"
+#include "autograd/checks/op_checks.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "layers/layer_checks.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 
 namespace headlab::cli {
 namespace {
@@ -81,14 +82,17 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   static uint64_t seed = 1;
   static int threads = 1;
   static std::string only;
+  static std::vector<std::string> plugins;
   cmd->add_option("--backend", backend, "reference | blas | onednn | auto | all")
       ->capture_default_str();
   cmd->add_flag("--json", json, "One JSON object per line and check");
   cmd->add_option("--seed", seed, "Seed of every case's inputs")->capture_default_str();
-  cmd->add_option("--threads", threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
-      ->capture_default_str();
+  add_int_option(*cmd, "--threads", threads, 0, 1024,
+                 "Threads for oneDNN and OpenBLAS (0: all cores; default 1)");
   cmd->add_option("--only", only, "Run only the cases with this name (e.g. softmax)");
+  add_plugin_option(cmd, plugins);  // their layers get the registry's generic case
   cmd->callback([&exit_code] {
+    load_plugin_flags(plugins);
     set_num_threads(threads);
     std::vector<Backend> backends;
     if (backend == "all")

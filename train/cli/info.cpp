@@ -1,13 +1,19 @@
-// `headlab info`: versions, ISA, threads and the selected backend.
+// `headlab info`: versions, ISA, threads, the selected backend, the loaded plugins with what each
+// registered, and every registered layer (by kind) and task.
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
+#include "core/version.h"
+#include "layers/registry.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/tasks/registry.h"
 
 namespace headlab::cli {
 namespace {
@@ -15,7 +21,39 @@ namespace {
 struct InfoOptions {
   int threads = 0;
   std::string backend = "auto";
+  std::vector<std::string> plugins;
 };
+
+// The registered layers by kind and the tasks, built-in and from plugins.
+std::string registry_text() {
+  std::string out = "layers:\n";
+  for (LayerKind kind : {LayerKind::attention, LayerKind::feed_forward, LayerKind::norm,
+                         LayerKind::positions, LayerKind::other}) {
+    std::string names;
+    for (const std::string& n : registered_layers(kind)) names += (names.empty() ? "" : ", ") + n;
+    out += fmt::format("  {}: {}\n", layer_kind_name(kind), names);
+  }
+  std::string tasks;
+  for (const std::string& n : registered_tasks()) tasks += (tasks.empty() ? "" : ", ") + n;
+  return out + fmt::format("tasks: {}\n", tasks);
+}
+
+// OpenBLAS runs narrower kernels than the CPU has: say why, what it costs and how to fix it.
+void print_blas_warning(const BlasInfo& blas) {
+  const std::string why =
+      blas.coretype_env.empty()
+          ? std::string("this OpenBLAS does not recognise the CPU")
+          : fmt::format("OPENBLAS_CORETYPE={} is set in the environment", blas.coretype_env);
+  fmt::print(
+      "warning: OpenBLAS runs its {} kernels ({}-bit vectors) on a CPU with {}-bit vectors,\n"
+      "  because {}.\n"
+      "  Products through OpenBLAS (the blas backend; PyTorch and NumPy on this machine,\n"
+      "  which load the system OpenBLAS in the same environment) run at a fraction of the\n"
+      "  CPU's speed; the onednn backend is not affected. For a benchmark, start the\n"
+      "  program measured with OPENBLAS_CORETYPE={} (bench/compare.sh runs PyTorch both\n"
+      "  ways and compares headlab with the faster).\n",
+      blas.core_name, blas.core_vector_bits, blas.cpu_vector_bits, why, blas.best_core);
+}
 
 void print_info(const InfoOptions& o) {
   set_num_threads(o.threads);
@@ -27,10 +65,12 @@ void print_info(const InfoOptions& o) {
   fmt::print("onednn isa: {}\n", dnnl.isa);
   fmt::print("openblas: {}\n", blas.version);
   fmt::print("openblas core: {}, threading build: {}\n", blas.core_name, blas.parallel);
+  if (blas.core_vector_bits < blas.cpu_vector_bits) print_blas_warning(blas);
   fmt::print("threads: {} (openmp {}, openblas {}, hardware {})\n", num_threads(), num_threads(),
              blas.num_threads, hardware_threads());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
+  fmt::print("{}{}", plugins_text(), registry_text());
 }
 
 }  // namespace
@@ -38,10 +78,12 @@ void print_info(const InfoOptions& o) {
 void add_info_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("info", "Print library versions, CPU ISA, threads and backend");
   auto opts = std::make_shared<InfoOptions>();
-  cmd->add_option("--threads", opts->threads, "Threads for oneDNN and OpenBLAS (0: all cores)")
-      ->check(CLI::Range(0, 1024));
+  add_int_option(*cmd, "--threads", opts->threads, 0, 1024,
+                 "Threads for oneDNN and OpenBLAS (0: all cores)");
   cmd->add_option("--backend", opts->backend, "reference | blas | onednn | auto");
+  add_plugin_option(cmd, opts->plugins);
   cmd->callback([opts, &exit_code] {
+    load_plugin_flags(opts->plugins);
     print_info(*opts);
     exit_code = kOk;
   });

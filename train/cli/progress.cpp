@@ -3,12 +3,13 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <string>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include "train/cli/output.h"
+#include "train/cli/signals.h"
 
 namespace headlab::cli {
 namespace {
@@ -27,13 +28,6 @@ int terminal_width() {
 }
 
 }  // namespace
-
-void use_stderr_logger() {
-  auto logger = spdlog::get("headlab");
-  if (!logger) logger = spdlog::stderr_logger_mt("headlab");
-  logger->set_pattern("[%H:%M:%S] %v");
-  spdlog::set_default_logger(logger);
-}
 
 bool stderr_is_tty() {
   return isatty(STDERR_FILENO) == 1;
@@ -80,25 +74,29 @@ void ProgressReporter::draw(const StepMetrics& m) {
   }
   line += text;
   if (static_cast<int>(line.size()) > width) line.resize(width);
-  std::fprintf(stderr, "\r%s\033[K", line.c_str());
-  std::fflush(stderr);
+  Output::get().terminal("\r" + line + "\033[K");
   line_open_ = true;
 }
 
 void ProgressReporter::clear_line() {
   if (!line_open_) return;
-  std::fprintf(stderr, "\r\033[K");
-  std::fflush(stderr);
+  Output::get().terminal("\r\033[K");
   line_open_ = false;
 }
 
+bool ProgressReporter::should_stop() {
+  return stop_signal() != 0;
+}
+
 void ProgressReporter::on_log(const StepMetrics& m) {
-  if (bar_) return;
-  spdlog::info(
-      "step {}/{}  loss {:.4f}  acc {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tok/s  "
-      "eta {}",
+  const std::string line = fmt::format(
+      "step {}/{}  loss {:.4f}  acc {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tok/s  eta {}",
       m.step, m.total_steps, m.loss, m.accuracy, m.lr, m.grad_norm, m.tokens_per_second,
       format_duration(eta_seconds(m.step)));
+  if (bar_)
+    Output::get().log_only(line);
+  else
+    spdlog::info("{}", line);
 }
 
 void ProgressReporter::on_eval(const EvalMetrics& e) {
@@ -115,14 +113,16 @@ void ProgressReporter::on_eval(const EvalMetrics& e) {
 }
 
 void ProgressReporter::on_checkpoint(int64_t step, const std::filesystem::path& dir) {
-  if (bar_) return;
-  spdlog::info("checkpoint at step {}: {}", step, dir.string());
+  const std::string line = fmt::format("checkpoint at step {}: {}", step, dir.string());
+  if (bar_)
+    Output::get().log_only(line);
+  else
+    spdlog::info("{}", line);
 }
 
 void ProgressReporter::finish() {
   if (!line_open_) return;
-  std::fprintf(stderr, "\n");
-  std::fflush(stderr);
+  Output::get().terminal("\n");
   line_open_ = false;
 }
 

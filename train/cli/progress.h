@@ -1,7 +1,8 @@
 #pragma once
 // Progress of `headlab train` on stderr: a one-line bar (step, loss, accuracy, ETA) redrawn in
-// place when stderr is a terminal, or plain spdlog lines at every metrics row, evaluation and
-// checkpoint otherwise (or with --no-progress). Nothing here goes to stdout.
+// place when stderr is a terminal, or plain lines at every metrics row, evaluation and
+// checkpoint otherwise (or with --no-progress). The run's train.log gets the plain lines in
+// either case (train/cli/output.h). Nothing here goes to stdout.
 
 #include <chrono>
 #include <cstdint>
@@ -10,15 +11,14 @@
 
 namespace headlab::cli {
 
-// Routes spdlog's default logger to stderr ("[12:34:56] message").
-void use_stderr_logger();
-
 // Whether stderr is a terminal.
 bool stderr_is_tty();
 
 class ProgressReporter : public TrainObserver {
  public:
   explicit ProgressReporter(bool bar) : bar_(bar) {}
+  // Asked after every step: a stop signal (train/cli/signals.h) stops the run there.
+  bool should_stop() override;
   // Ends a bar line that is still open (also when training stops on an error), so the next
   // stderr line starts on a fresh line.
   ~ProgressReporter() override { finish(); }

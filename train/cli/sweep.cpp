@@ -1,154 +1,150 @@
-// `headlab sweep CONFIG --over KEY=V1,V2,.. [--seeds N] [--set k=v].. [--out DIR] [--jobs N]`:
-// a grid of training runs. Every run re-invokes this binary as `headlab train CONFIG --set ..
-// --out DIR/<run> --no-progress` (its output goes to DIR/<run>/train.log), so runs are isolated
-// processes and --jobs N runs N at once. Every run's config is validated before the first
-// starts. Writes DIR/sweep.json, DIR/sweep.csv and DIR/report.html.
+// `headlab sweep CONFIG --over KEY=V1,V2,.. [--seeds N] [--set k=v].. [--plugin P].. [--out DIR]
+// [--jobs N] [--resume | --report-only]`: a grid of training runs. Every run is this binary
+// re-invoked as `headlab train CONFIG --set .. --plugin .. --out DIR/<run> --quiet` (it writes its
+// own train.log; every plugin the sweep loaded is passed on by its absolute path), so runs
+// are isolated processes and --jobs N runs N at once; they never outlive the sweep
+// (train/cli/children.h). Every run's config is validated before the first starts. The sweep
+// claims DIR (train/run/run_dir.h), logs to DIR/sweep.log and writes DIR/sweep.json, sweep.csv
+// and report.html, also when it is interrupted; --resume continues it (finished runs are kept,
+// interrupted ones resumed) and extends it with new values or seeds.
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include "core/error.h"
+#include "core/version.h"
+#include "train/cli/children.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/cli/output.h"
+#include "train/cli/signals.h"
+#include "train/plugins/loader.h"
+#include "train/run/run_dir.h"
 #include "train/sweep/sweep.h"
-
-extern char** environ;
 
 namespace headlab::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string self_path() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) fail("sweep: cannot find the headlab binary (/proc/self/exe: {})", ec.message());
-  return p.string();
-}
-
-// Starts `headlab train` for one run with stdout and stderr going to <dir>/train.log.
-pid_t start_run(const std::string& exe, const SweepSpec& spec, const SweepRun& run) {
-  fs::create_directories(run.dir);
-  std::vector<std::string> args = {exe,     "train",          spec.config.string(),
-                                   "--out", run.dir.string(), "--no-progress"};
-  for (const std::string& o : run.overrides) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = (run.dir / "train.log").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) fail("sweep: cannot start {}: {}", exe, std::strerror(rc));
-  return pid;
-}
-
-std::string values_text(const SweepRun& r) {
-  std::string s;
-  for (const auto& [k, v] : r.values) s += k + "=" + v + " ";
-  return s + fmt::format("seed={}", r.seed);
-}
+using Clock = std::chrono::steady_clock;
 
 struct SweepArgs {
   std::string config;
-  std::vector<std::string> over, sets;
+  std::vector<std::string> over, sets, plugins;
   int64_t seeds = 1;
   std::string out;
   int64_t jobs = 1;
   bool no_progress = false;
   bool report_only = false;
+  bool resume = false;
 };
 
-// The line printed when run i of n finished (or failed).
-void print_outcome(const SweepOutcome& o, size_t done, size_t n, double secs) {
-  if (o.ok) {
-    std::fprintf(stderr,
-                 "sweep: [%zu/%zu] %s: eval accuracy %.4f, steps to 95%% %s, s_match %.3f, "
-                 "n_claimed %lld (%.0f s)\n",
-                 done, n, values_text(o.run).c_str(), o.eval_accuracy,
-                 o.steps_to_95 ? std::to_string(*o.steps_to_95).c_str() : "never", o.s_match,
-                 static_cast<long long>(o.n_claimed), secs);
-  } else {
-    std::fprintf(stderr, "sweep: [%zu/%zu] %s failed: %s\n", done, n, values_text(o.run).c_str(),
-                 o.error.c_str());
-  }
+std::string self_path() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("cannot find the headlab binary (/proc/self/exe: {})", ec.message());
+  return p.string();
 }
 
-// The outcome of run `run` whose `headlab train` exited with `code`.
-SweepOutcome finished_run(const SweepRun& run, int code) {
+std::string values_text(const SweepRun& r) {
+  std::string s;
+  for (size_t k = 0; k < r.values.size(); ++k)
+    s += r.values[k].first + "=" + r.plain_values[k] + " ";
+  return s + fmt::format("seed={}", r.seed);
+}
+
+std::vector<std::string> train_args(const std::string& exe, const SweepSpec& spec,
+                                    const SweepRun& run) {
+  std::vector<std::string> args = {exe,     "train",          spec.config.string(),
+                                   "--out", run.dir.string(), "--quiet"};
+  if (run.state == RunState::resume) args.push_back("--resume");
+  if (run.state == RunState::overwrite) args.push_back("--overwrite");
+  for (const LoadedPlugin& p : loaded_plugins()) args.insert(args.end(), {"--plugin", p.path.string()});
+  for (const std::string& o : run.overrides) args.insert(args.end(), {"--set", o});
+  return args;
+}
+
+void note_outcome(const SweepOutcome& o, size_t done, size_t n, double secs) {
+  if (o.ok)
+    Output::get().note(fmt::format(
+        "sweep: [{}/{}] {}: eval accuracy {:.4f}, steps to 95% {}, s_match {:.3f}, n_claimed {} "
+        "({:.0f} s)",
+        done, n, values_text(o.run), o.eval_accuracy,
+        o.steps_to_95 ? std::to_string(*o.steps_to_95) : "never", o.s_match, o.n_claimed, secs));
+  else
+    Output::get().note(
+        fmt::format("sweep: [{}/{}] {} failed: {}", done, n, values_text(o.run), o.error));
+}
+
+// The outcome of a run whose `headlab train` exited with `code`, its last line `line`.
+SweepOutcome finished_run(const SweepRun& run, int code, const std::string& line) {
   SweepOutcome o = collect_run(run);
-  if (code != 0) {
-    o.ok = false;
-    o.error = fmt::format("headlab train exited with code {}; see {}", code,
-                          (run.dir / "train.log").string());
-  }
+  if (code == 0) return o;
+  o.ok = false;
+  if (code > 128)
+    o.error = fmt::format("interrupted by {} (a checkpoint was saved: --resume continues it)",
+                          signal_name(code - 128));
+  else
+    o.error = fmt::format("headlab train exited with code {}: {} (see {})", code,
+                          line.empty() ? "no message" : line, (run.dir / "train.log").string());
   return o;
 }
 
-// Trains every run, `jobs` at a time, each a `headlab train` child process; returns the
-// outcomes in run order and sets `worst` to the sweep's exit code (3 if a run stopped on a
-// non-finite loss, 1 for other failures).
+// The sweep's exit code after a run's: 3 if a run stopped on a non-finite value, else 1 if one
+// failed otherwise (a crash, a signal the sweep did not send), else 2 if one was refused.
+int worse(int worst, int code) {
+  if (code == 0 || (code > 128 && stop_signal() != 0)) return worst;
+  const int c = code == kNonFinite || code == kUsage ? code : kFailure;
+  const auto rank = [](int x) { return x == kNonFinite ? 3 : x == kFailure ? 2 : x == kUsage; };
+  return rank(c) > rank(worst) ? c : worst;
+}
+
+// Trains every run that is not done, `jobs` at a time; returns the outcomes in run order and
+// sets `worst` to the sweep's exit code.
 std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<SweepRun>& runs,
                                      const SweepArgs& a, int& worst) {
   const std::string exe = self_path();
   std::vector<SweepOutcome> outcomes(runs.size());
-  std::map<pid_t, size_t> running;
-  std::vector<std::chrono::steady_clock::time_point> started(runs.size());
+  std::vector<Clock::time_point> started(runs.size());
+  ChildRuns children;
   size_t next = 0, done = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    outcomes[i].run = runs[i];
+    outcomes[i].error = "not started: the sweep was interrupted";
+  }
   worst = kOk;
-  while (done < runs.size()) {
-    while (next < runs.size() && static_cast<int64_t>(running.size()) < a.jobs) {
+  for (;;) {
+    while (next < runs.size() && static_cast<int64_t>(children.running()) < a.jobs &&
+           stop_signal() == 0) {
+      const size_t i = next++;
+      if (runs[i].state == RunState::done) {
+        outcomes[i] = collect_run(runs[i]);
+        note_outcome(outcomes[i], ++done, runs.size(), 0);
+        continue;
+      }
       if (!a.no_progress)
-        std::fprintf(stderr, "sweep: [%zu/%zu] start %s\n", next + 1, runs.size(),
-                     values_text(runs[next]).c_str());
-      started[next] = std::chrono::steady_clock::now();
-      running[start_run(exe, spec, runs[next])] = next;
-      ++next;
+        Output::get().note(fmt::format("sweep: [{}/{}] {} {}", i + 1, runs.size(),
+                                       runs[i].state == RunState::fresh ? "start" : "resume",
+                                       values_text(runs[i])));
+      started[i] = Clock::now();
+      children.start(i, train_args(exe, spec, runs[i]));
     }
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      fail("sweep: waitpid failed: {}", std::strerror(errno));
-    }
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const size_t i = it->second;
-    running.erase(it);
-    ++done;
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    outcomes[i] = finished_run(runs[i], code);
-    if (code != 0 && worst == kOk) worst = code == kNonFinite ? kNonFinite : kFailure;
-    print_outcome(
-        outcomes[i], done, runs.size(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i]).count());
+    const std::optional<ChildRuns::Exited> e = children.wait_one();
+    if (!e) break;
+    outcomes[e->index] = finished_run(runs[e->index], e->code, e->last_line);
+    worst = worse(worst, e->code);
+    note_outcome(outcomes[e->index], ++done, runs.size(),
+                 std::chrono::duration<double>(Clock::now() - started[e->index]).count());
   }
   return outcomes;
 }
 
-int run_sweep(const SweepArgs& a) {
-  if (a.jobs < 1) fail("sweep: --jobs is {} but must be >= 1", a.jobs);
-  if (!fs::exists(a.config)) fail("sweep: config file '{}' does not exist", a.config);
+SweepSpec make_spec(const SweepArgs& a) {
   SweepSpec spec;
   spec.config = a.config;
   for (const std::string& o : a.over) spec.over.push_back(parse_over(o));
@@ -156,21 +152,61 @@ int run_sweep(const SweepArgs& a) {
   spec.sets = a.sets;
   spec.out_dir = a.out.empty() ? fs::path("runs") / ("sweep-" + fs::path(a.config).stem().string())
                                : fs::path(a.out);
-  // Every config is checked before anything trains: exit 2 on a mistake.
-  const std::vector<SweepRun> runs = plan_sweep(spec, !a.report_only);
+  return spec;
+}
+
+// The command that continues this sweep.
+std::string resume_command(const fs::path& out) {
+  std::vector<std::string> args;
+  bool has_resume = false, has_out = false;
+  for (const std::string& a : command_line()) {
+    has_resume = has_resume || a == "--resume";
+    has_out = has_out || a == "--out" || a.rfind("--out=", 0) == 0;
+    args.push_back(a);
+  }
+  if (!has_out) args.insert(args.end(), {"--out", out.string()});
+  if (!has_resume) args.push_back("--resume");
+  return shell_command(args);
+}
+
+int run_sweep(const SweepArgs& a) {
+  install_stop_handlers();
+  if (a.resume && a.report_only)
+    fail("--resume and --report-only exclude each other: --report-only trains nothing");
+  load_plugin_flags(a.plugins);  // before the plan: the runs' configs may name their layers
+  const SweepSpec spec = make_spec(a);
+  const SweepPlan plan = a.report_only ? SweepPlan::collect
+                         : a.resume    ? SweepPlan::resume
+                                       : SweepPlan::fresh;
+  // Checked before anything is created: the directory, then every run's config.
+  const RunDirUse use = plan == SweepPlan::fresh ? RunDirUse::create : RunDirUse::write;
+  check_run_dir(spec.out_dir, use, DirKind::sweep);
+  const std::vector<SweepRun> runs = plan_sweep(spec, plan);
+  const RunDirClaim claim = claim_run_dir(spec.out_dir, use, DirKind::sweep);
+  Output::get().open_log(spec.out_dir / "sweep.log");
+  Output::get().log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
+                                      shell_command(command_line())));
   int worst = kOk;
   std::vector<SweepOutcome> outcomes;
-  if (a.report_only) {
+  if (a.report_only)
     for (const SweepRun& run : runs) outcomes.push_back(collect_run(run));
-  } else {
-    fs::create_directories(spec.out_dir);
+  else
     outcomes = train_runs(spec, runs, a, worst);
-  }
   write_sweep(spec, outcomes);
   fmt::print("{}", sweep_to_csv(spec, outcomes));
   if (!a.report_only)
     fmt::print("wrote {}, {} and {}\n", (spec.out_dir / "sweep.json").string(),
                (spec.out_dir / "sweep.csv").string(), (spec.out_dir / "report.html").string());
+  flush_stdout();
+  if (const int signal = stop_signal(); signal != 0 && !a.report_only) {
+    size_t ok = 0;
+    for (const SweepOutcome& o : outcomes) ok += o.ok;
+    Output::get().final_line(fmt::format(
+        "headlab: interrupted by {}: {} of {} runs finished, sweep.json written; continue with: "
+        "{}",
+        signal_name(signal), ok, outcomes.size(), resume_command(spec.out_dir)));
+    return 128 + signal;
+  }
   return worst;
 }
 
@@ -180,21 +216,27 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("sweep", "Train a grid of runs over config values and seeds");
   static SweepArgs a;
   cmd->add_option("CONFIG", a.config, "Base TOML config")->required();
-  cmd->add_option("--over", a.over, "KEY=V1,V2,... (repeat for a grid over several keys)")
+  cmd->add_option("--over", a.over,
+                  "KEY=V1,V2,... (repeat for a grid over several keys; values as --set takes "
+                  "them: --over model.activation=relu,gelu)")
       ->required()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--seeds", a.seeds, "Seeds per setting: train.seed + 0 .. N-1")
-      ->capture_default_str();
-  cmd->add_option("--set", a.sets, "Override for every run, KEY=VALUE in TOML syntax")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--out", a.out, "Sweep directory (default runs/sweep-<config name>)");
-  cmd->add_option("--jobs", a.jobs, "Runs trained at the same time")->capture_default_str();
+  add_int_option(*cmd, "--seeds", a.seeds, 1, kMaxSeeds,
+                 "Seeds per setting: train.seed + 0 .. N-1");
+  add_set_option(*cmd, a.sets, "Override for every run, KEY=VALUE as for headlab train --set");
+  add_plugin_option(cmd, a.plugins);
+  cmd->add_option("--out", a.out, "Sweep directory (default runs/sweep-<config name>)")
+      ->type_name("DIR");
+  add_int_option(*cmd, "--jobs", a.jobs, 1, 256, "Runs trained at the same time");
   cmd->add_flag("--no-progress", a.no_progress, "Only one line per finished run");
+  cmd->add_flag("--resume", a.resume,
+                "Continue the sweep in --out: keep finished runs, resume interrupted ones, start "
+                "the rest (also new values or seeds)");
   cmd->add_flag("--report-only", a.report_only,
                 "Train nothing: collect the runs already in the sweep directory and rewrite "
                 "sweep.json, sweep.csv and report.html");
+  cmd->footer(exit_codes_text());
   cmd->callback([&exit_code] { exit_code = run_sweep(a); });
 }
 

@@ -1,11 +1,12 @@
-// `headlab train CONFIG`: load and validate the config, prepare the run directory, train with
-// progress on stderr, run the head analysis, print the summary on stdout.
+// `headlab train CONFIG`: load the plugins and the config and validate it, claim the run
+// directory (run.json records how the run was made, its plugins included), train with progress
+// on stderr (and in train.log), run the head analysis, print the summary on stdout.
 //
-// Every user mistake (bad option, unreadable or invalid config, a run directory that already
-// holds a run, a checkpoint that does not fit) is found before the first step and before
-// anything is printed, so main() reports it as the only stderr line.
+// Every user mistake (bad option, unreadable or invalid config, a run directory that holds a run
+// or someone else's files, a checkpoint that does not fit) is found before the first step and
+// before anything is printed, so main() reports it as the only stderr line. --dry-run stops
+// right there and says what the run would be.
 
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -15,10 +16,16 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/version.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
+#include "train/cli/output.h"
 #include "train/cli/progress.h"
+#include "train/cli/signals.h"
 #include "train/config/config.h"
+#include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
+#include "train/run/run_json.h"
 #include "train/run/trainer.h"
 
 namespace headlab::cli {
@@ -26,85 +33,165 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Ctrl-C: the first stops training after the current step, with a checkpoint to resume from;
-// a second one kills the process (the default action is restored by SA_RESETHAND).
-constexpr int kInterrupted = 130;  // 128 + SIGINT, the shell's convention
-volatile std::sig_atomic_t interrupted = 0;
-
-void on_sigint(int) {
-  interrupted = 1;
-}
-
-class InterruptibleProgress : public ProgressReporter {
- public:
-  using ProgressReporter::ProgressReporter;
-  bool should_stop() override { return interrupted != 0; }
-};
-
-void install_sigint_handler() {
-  struct sigaction action {};
-  action.sa_handler = on_sigint;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESETHAND;
-  sigaction(SIGINT, &action, nullptr);
-}
-
 struct TrainArgs {
   std::string config;
   std::vector<std::string> sets;
+  std::vector<std::string> plugins;
   std::string out;
   bool resume = false;
+  bool overwrite = false;
+  bool dry_run = false;
   bool no_progress = false;
   bool no_analysis = false;
+  bool quiet = false;
 };
 
-void print_summary(const TrainResult& r, const Config& c) {
+fs::path out_dir(const TrainArgs& a) {
+  return a.out.empty() ? fs::path("runs") / fs::path(a.config).stem() : fs::path(a.out);
+}
+
+RunDirUse dir_use(const TrainArgs& a) {
+  return a.resume ? RunDirUse::write : a.overwrite ? RunDirUse::overwrite : RunDirUse::create;
+}
+
+// The command that continues this run: this one with --resume (and --out) instead of
+// --overwrite / --dry-run.
+std::string resume_command(const fs::path& out) {
+  std::vector<std::string> args;
+  bool has_resume = false, has_out = false;
+  for (const std::string& a : command_line()) {
+    if (a == "--overwrite" || a == "--dry-run") continue;
+    has_resume = has_resume || a == "--resume";
+    has_out = has_out || a == "--out" || a.rfind("--out=", 0) == 0;
+    args.push_back(a);
+  }
+  if (!has_out) args.insert(args.end(), {"--out", out.string()});
+  if (!has_resume) args.push_back("--resume");
+  return shell_command(args);
+}
+
+std::string summary_text(const TrainResult& r, const Config& c) {
   const EvalMetrics& e = r.final_eval;
-  fmt::print("run: {}\n", r.run_dir.string());
-  fmt::print("steps: {} (heads {}, seed {})\n", r.steps, c.model.heads, c.train.seed);
-  fmt::print("train time: {:.2f} s ({:.1f} steps/s); wall time {:.2f} s\n", r.train_seconds,
-             r.steps_per_second, r.wall_seconds);
-  fmt::print("eval accuracy: {:.4f}  eval loss: {:.4f}  ({} tokens)\n", e.accuracy, e.loss,
-             e.tokens);
+  std::string s = fmt::format("run: {}\n", r.run_dir.string());
+  s += fmt::format("steps: {} (heads {}, seed {})\n", r.steps, c.model.heads, c.train.seed);
+  s += fmt::format("train time: {:.2f} s ({:.1f} steps/s); wall time {:.2f} s\n", r.train_seconds,
+                   r.steps_per_second, r.wall_seconds);
+  s += fmt::format("eval accuracy: {:.4f}  eval loss: {:.4f}  ({} tokens)\n", e.accuracy, e.loss,
+                   e.tokens);
   if (!e.relations.empty()) {
     std::string components;
     for (size_t i = 0; i < e.relations.size() && i < e.relation_accuracy.size(); ++i)
       components +=
           fmt::format("{}{} {:.4f}", i ? "  " : "", e.relations[i], e.relation_accuracy[i]);
-    fmt::print("component accuracy: {}\n", components);
+    s += fmt::format("component accuracy: {}\n", components);
   }
-  if (r.steps_to_95 >= 0)
-    fmt::print("steps to 95%: {}\n", r.steps_to_95);
-  else
-    fmt::print("steps to 95%: never\n");
-  std::fflush(stdout);
+  s += r.steps_to_95 >= 0 ? fmt::format("steps to 95%: {}\n", r.steps_to_95)
+                          : std::string("steps to 95%: never\n");
+  return s;
+}
+
+// --dry-run: what the run would be, on stdout; nothing is created.
+int print_dry_run(const TrainArgs& a, Trainer& trainer, RunDirPlan plan) {
+  const Config& c = trainer.config();
+  const MemoryEstimate m = estimate_memory(c);
+  const fs::path out = out_dir(a);
+  const char* what = plan == RunDirPlan::create        ? "a new run directory"
+                     : plan == RunDirPlan::adopt_empty ? "a new run in the empty directory"
+                     : plan == RunDirPlan::overwrite   ? "a new run, replacing the run in"
+                                                       : "the run continued in";
+  fmt::print("config: {} (config hash {})\n", a.config, config_hash(c));
+  fmt::print("parameters: {}\n", trainer.parameter_count());
+  fmt::print("estimated memory: {:.3f} GiB (limit runtime.max_memory_gb = {})\n",
+             m.total_bytes() / (1024.0 * 1024.0 * 1024.0), c.runtime.max_memory_gb);
+  fmt::print("steps: {} to {} (batch {}, checkpoint every {}, keep {})\n", trainer.step() + 1,
+             c.train.steps, c.train.batch_size, c.train.checkpoint_every, c.train.keep_checkpoints);
+  fmt::print("would write: {} {}\n", what, out.string());
+  fmt::print(
+      "  config.resolved.toml, metrics.jsonl, train.log, run.json, checkpoints/, "
+      "summary.json{}\n",
+      a.no_analysis ? "" : ", heads.json, attention.npy, report.html");
+  return kOk;
+}
+
+// The outcome line and exit code of a run that returned.
+int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, const fs::path& out) {
+  if (result.interrupted) {
+    const int signal = stop_signal();
+    record_session_end(out, fmt::format("interrupted by {}", signal_name(signal)), result.steps);
+    Output::get().final_line(
+        fmt::format("headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
+                    signal_name(signal), result.steps, resume_command(out)));
+    return 128 + signal;
+  }
+  // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
+  // A stop signal after the last step: the run is complete; the analysis is skipped if it had
+  // not started, or finishes (its files are written whole) and the signal is reported after it.
+  const bool skip_analysis = stop_signal() != 0;
+  if (!a.no_analysis && !skip_analysis) analyze_after_train(trainer);
+  const std::string summary = summary_text(result, trainer.config());
+  fmt::print("{}", summary);
+  flush_stdout();
+  Output::get().log_lines(summary);
+  record_session_end(out, "finished", result.steps);
+  if (const int signal = stop_signal(); signal != 0) {
+    const std::string analysis =
+        a.no_analysis    ? ""
+        : skip_analysis ? fmt::format("; the analysis was skipped: headlab analyze {}",
+                                      shell_command({out.string()}))
+                        : std::string("; the analysis was written");
+    Output::get().final_line(fmt::format("headlab: interrupted by {} after the last step: the "
+                                         "run is complete{}",
+                                         signal_name(signal), analysis));
+    return 128 + signal;
+  }
+  return kOk;
 }
 
 int run_train(const TrainArgs& a) {
+  install_stop_handlers();
+  if (a.resume && a.overwrite)
+    fail(
+        "--resume and --overwrite exclude each other: --resume continues the run, --overwrite "
+        "replaces it");
+  const fs::path out = out_dir(a);
+  // The directory is checked before anything in it is read (a resume reads run.json for its
+  // plugins), then the plugins are loaded: the config may name their layers and tasks.
+  const RunDirPlan plan = check_run_dir(out, dir_use(a));
+  load_plugin_flags(a.plugins);
+  if (a.resume) load_run_plugins(out);
   Config config = load_config(a.config, a.sets);
-  const fs::path out =
-      a.out.empty() ? fs::path("runs") / fs::path(a.config).stem() : fs::path(a.out);
-  check_run_dir(out, a.resume);
+  // Building the model writes nothing and finds what only the layers can check; the checkpoint
+  // is checked before anything is written too.
   Trainer trainer(std::move(config), out);
-  if (a.resume) trainer.resume();
-
-  // Training starts: from here on stderr carries progress.
-  use_stderr_logger();
-  install_sigint_handler();
+  if (a.resume) trainer.resume(ConfigUse::resume);
+  if (a.dry_run) return print_dry_run(a, trainer, plan);
+  // From here on the directory is this process's until it exits.
+  const RunDirClaim claim = claim_run_dir(out, dir_use(a));
+  if (a.resume) {  // a writer that finished just before the claim may have saved a newer one
+    const std::optional<fs::path> latest = latest_checkpoint(out);
+    if (!latest || latest->filename() != checkpoint_dir_name(trainer.step()))
+      trainer.resume(ConfigUse::resume);
+  }
+  Output& output = Output::get();
+  output.set_quiet(a.quiet);
+  output.open_log(out / "train.log");
+  output.log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
+                               shell_command(command_line())));
+  record_session_start(out, command_line(), trainer.step());
+  record_run_plugins(out);
+  use_output_logger();
   TrainResult result;
-  {
-    InterruptibleProgress progress(stderr_is_tty() && !a.no_progress);
+  try {
+    ProgressReporter progress(stderr_is_tty() && !a.no_progress && !a.quiet);
     result = trainer.run(&progress);
+  } catch (const std::exception& e) {
+    try {
+      record_session_end(out, std::string("failed: ") + e.what(), trainer.step());
+    } catch (const std::exception&) {  // the first error is the one to report
+    }
+    throw;
   }
-  if (result.interrupted) {
-    spdlog::warn("interrupted at step {}: checkpoint saved; continue with --resume --out {}",
-                 result.steps, out.string());
-    return kInterrupted;
-  }
-  // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
-  if (!a.no_analysis) analyze_after_train(trainer);
-  print_summary(result, trainer.config());
-  return kOk;
+  return finish(a, trainer, result, out);
 }
 
 }  // namespace
@@ -115,22 +202,29 @@ void add_train_command(CLI::App& app, int& exit_code) {
   static TrainArgs args;
   cmd->add_option("CONFIG", args.config, "TOML config file, e.g. configs/dependency.toml")
       ->required();
-  cmd->add_option("--set", args.sets,
-                  "Override a config key with a TOML value, e.g. --set model.heads=8 or "
-                  "--set optim.betas=[0.9,0.98] (repeatable; applied before validation)")
-      ->type_name("KEY=VALUE")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_set_option(*cmd, args.sets,
+                 "Override a config key, e.g. --set model.heads=8, --set model.norm=post or "
+                 "--set optim.betas=0.9,0.98 (TOML values work too; repeatable; applied before "
+                 "validation)");
+  add_plugin_option(cmd, args.plugins);
   cmd->add_option("--out", args.out,
                   "Run directory (default: runs/<config file name without .toml>)")
       ->type_name("DIR");
   cmd->add_flag("--resume", args.resume,
                 "Continue the run in the output directory from checkpoints/latest");
+  cmd->add_flag("--overwrite", args.overwrite,
+                "Replace the run in the output directory (only a run directory headlab created)");
+  cmd->add_flag("--dry-run", args.dry_run,
+                "Check everything, print the parameter count, memory estimate, steps and what "
+                "would be written, and exit without creating anything");
   cmd->add_flag("--no-progress", args.no_progress,
                 "Plain log lines instead of a progress bar (the default when stderr is not a "
                 "terminal)");
+  cmd->add_flag("--quiet", args.quiet,
+                "Nothing on stderr but the final error or interrupt line (train.log has all)");
   cmd->add_flag("--no-analysis", args.no_analysis,
                 "Skip the head analysis (heads.json, report.html) after training");
+  cmd->footer(exit_codes_text());
   cmd->callback([&exit_code] { exit_code = run_train(args); });
 }
 

@@ -4,18 +4,20 @@
 #include "train/config/config.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
 #include "core/error.h"
 #include "layers/registry.h"
+#include "train/config/overrides.h"
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
+#include "train/plugins/loader.h"
+#include "train/io/files.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
+
+namespace fs = std::filesystem;
 
 // One key's value as found in the file or an override, before conversion.
 struct Entry {
@@ -178,22 +180,23 @@ void check_override_key(const Override& o) {
   unknown_key(o.where, table, leaf);
 }
 
-Override parse_override(const std::string& arg) {
+// `origin` names the override in messages (default "--set <arg>").
+Override parse_override(const std::string& arg, const std::string& origin) {
   Override o;
-  o.where = "--set " + arg;
+  o.where = origin.empty() ? "--set " + arg : origin;
   const size_t eq = arg.find('=');
   if (eq == std::string::npos) fail("{}: expected key=value (e.g. --set model.heads=8)", o.where);
   o.key = trim(arg.substr(0, eq));
   check_override_key(o);
-  const std::string text = arg.substr(eq + 1);
+  const std::string text = trim(arg.substr(eq + 1));
   if (text.find_first_of("\r\n") != std::string::npos)
     fail("{}: the value must be a single TOML value on one line", o.where);
   try {
-    o.holder = toml::parse("value = " + text, o.where);
+    o.holder = toml::parse("value = " + override_as_toml(o.key, text), o.where);
   } catch (const toml::parse_error& e) {
     fail(
-        "{}: the value is not valid TOML ({}); strings need quotes, e.g. "
-        "--set model.norm='\"post\"'",
+        "{}: the value is not valid TOML ({}); e.g. --set model.heads=8, --set model.norm=post, "
+        "--set optim.betas=0.9,0.98",
         o.where, e.description());
   }
   if (o.holder.size() != 1 || !o.holder.contains("value"))
@@ -237,19 +240,43 @@ void resolve_option_tables(const Collected& collected, const std::vector<Overrid
   }
 }
 
-// The slots' layer names must be registered layers.
+// The slots' layer names must be registered layers of the slot's kind.
 void check_layer_names(const Config& config) {
   for (const auto& spec : option_tables()) {
     const KeySpec* key = find_key(spec.layer_key);
     const std::string name = std::get<std::string>(key->get(config));
-    if (has_layer(name)) continue;
-    const std::vector<std::string> known = registered_layers();
+    const std::string where = config.where(spec.layer_key);
+    if (has_layer(name)) {
+      check_layer_kind(name, spec.kind, spec.slot,
+                       fmt::format("{}: {} = \"{}\"", where, spec.layer_key, name));
+      continue;
+    }
+    const std::vector<std::string> known = registered_layers(spec.kind);
     const std::string hint = closest_match(name, known);
     std::string list;
     for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-    fail("{}: {} = \"{}\" is not a registered layer{}: expected one of {}",
-         config.where(spec.layer_key), spec.layer_key, name,
-         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list);
+    fail("{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}",
+         where, spec.layer_key, name,
+         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
+         layer_kind_name(spec.kind), list);
+  }
+}
+
+// Loads runtime.plugins, each made absolute from the config file's folder (or the current
+// directory, for a --set), so that their layers and tasks are registered before the slots and
+// the task are checked; the config keeps the absolute paths.
+void load_plugins(Config& config) {
+  const std::string where = config.where("runtime.plugins");
+  const fs::path base =
+      where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
+  for (size_t i = 0; i < config.runtime.plugins.size(); ++i) {
+    std::string& plugin = config.runtime.plugins[i];
+    plugin = absolute_plugin_path(base / plugin).string();
+    try {
+      load_plugin(plugin);
+    } catch (const Error& e) {
+      fail("{}: runtime.plugins[{}]: {}", where, i, e.what());
+    }
   }
 }
 
@@ -280,13 +307,17 @@ void resolve_task(const Collected& collected, const std::vector<Override>& overr
 }
 
 Config resolve(toml::table& root, std::string_view source,
-               std::span<const std::string> override_args) {
+               std::span<const std::string> override_args,
+               std::span<const std::string> override_origins) {
   Collected collected;
   collect(root, source, collected);
   std::vector<Override> overrides;
-  for (const auto& arg : override_args) overrides.push_back(parse_override(arg));
+  for (size_t i = 0; i < override_args.size(); ++i)
+    overrides.push_back(parse_override(
+        override_args[i], i < override_origins.size() ? override_origins[i] : std::string()));
   Config config;
   config.source = std::string(source);
+  for (const Override& o : overrides) config.overrides.push_back(o.where);
   std::vector<Entry>& entries = collected.entries;
   for (const auto& o : overrides) {
     const KeySpec* spec = find_key(o.key);
@@ -294,12 +325,16 @@ Config resolve(toml::table& root, std::string_view source,
     std::erase_if(entries, [&](const Entry& x) { return x.spec == spec; });
     entries.push_back({spec, o.holder.get("value"), o.where});
   }
+  // runtime.plugins first: task.name's choices include the tasks the plugins register.
+  std::stable_partition(entries.begin(), entries.end(),
+                        [](const Entry& e) { return e.spec->key == "runtime.plugins"; });
   for (const Entry& e : entries) {
     const KeySpec spec = checked_spec(*e.spec);
     const ConfigValue value = convert(spec, *e.node, e.where);
     check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
+    if (e.spec->key == "runtime.plugins") load_plugins(config);
   }
   resolve_option_tables(collected, overrides, config);
   for (const auto& spec : config_keys())
@@ -315,34 +350,28 @@ Config resolve(toml::table& root, std::string_view source,
 }  // namespace
 
 Config parse_config(std::string_view toml_text, std::string_view source_name,
-                    std::span<const std::string> overrides) {
+                    std::span<const std::string> overrides,
+                    std::span<const std::string> override_origins) {
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name);
   } catch (const toml::parse_error& e) {
     fail("{}: invalid TOML: {}", position(e.source(), source_name), e.description());
   }
-  return resolve(root, source_name, overrides);
+  return resolve(root, source_name, overrides, override_origins);
 }
 
-Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
-    fail("{}: is a directory, expected a TOML config file", file.string());
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("{}: cannot read the config file ({})", file.string(), std::strerror(errno));
+Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides,
+                   std::span<const std::string> override_origins) {
   // Bounded: a config is a small text file, and /dev/zero or a huge file must not exhaust memory.
-  constexpr size_t kMaxConfigBytes = size_t{16} << 20;
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes)
-      fail("{}: the config file is larger than {} MiB; expected a TOML config file", file.string(),
-           kMaxConfigBytes >> 20);
-  }
-  if (in.bad()) fail("{}: error while reading the config file", file.string());
-  return parse_config(text, file.string(), overrides);
+  constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+  return parse_config(read_input_file(file, kMaxConfigBytes, "config file"), file.string(),
+                      overrides, override_origins);
+}
+
+Config load_run_config(const std::filesystem::path& file, std::span<const std::string> overrides) {
+  constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+  return parse_config(read_file(file, kMaxConfigBytes), file.string(), overrides);
 }
 
 }  // namespace headlab

@@ -38,15 +38,17 @@ struct ModelConfig {
   double attn_dropout = 0.0;
   std::string init = "default";  // Linear layers: "default" (PyTorch's) | "xavier_uniform"
   // Layer registry names of the three slots of every encoder layer (the norm slot also fills
-  // the final norm), and each slot's own options ([model.norm_options] eps = 1e-6, ...), by
-  // name, empty when absent. Their keys are checked by the layer's factory when the model is
-  // built.
+  // the final norm) and of the positions slot, and each slot's own options ([model.norm_options]
+  // eps = 1e-6, ...), by name, empty when absent. Their keys are checked by the layer's factory
+  // when the model is built.
   std::string attention_layer = "multi_head_attention";
   std::string ffn_layer = "feed_forward";
   std::string norm_layer = "layer_norm";
+  std::string positions_layer = "positional_encoding";
   OptionMap attention_options;
   OptionMap ffn_options;
   OptionMap norm_options;
+  OptionMap positions_options;
 };
 
 struct OptimConfig {
@@ -85,6 +87,10 @@ struct RuntimeConfig {
   std::string backend = "auto";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
+  // Plugins (train/plugins/plugin.h) loaded before the slots and the task are checked. Given
+  // relative to the config file's folder (to the current directory in a --set); a loaded config
+  // holds them absolute.
+  std::vector<std::string> plugins;
 };
 
 struct Config {
@@ -99,19 +105,32 @@ struct Config {
   // "--set key=value". Keys left at their default are absent.
   std::map<std::string, std::string> origins;
   std::string source;  // the file name (or "<string>") the config was read from
+  // Every override applied, as its origin names it ("--set model.heads=8"), in order; to_toml
+  // records them.
+  std::vector<std::string> overrides;
 
   // The position prefix for messages about `key`: its origin, else the file name.
   std::string where(const std::string& key) const;
 };
 
-// Reads `file`, applies each "--set" override ("a.b=value", value in TOML syntax, later ones
-// win), fills defaults and validates (see validate_config). Throws headlab::Error: unreadable
-// file, TOML syntax error (with file:line:col), unknown key (with a did-you-mean), wrong type,
-// value out of range, NaN/Inf, failed cross-field check.
-Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides = {});
+// Reads `file` (a regular file, a pipe or a device, at most 16 MiB), applies each override
+// ("a.b=value", later ones win), loads runtime.plugins, fills defaults and validates (see validate_config). A value is
+// TOML, or as people type it: a bare string where the key is a string (model.norm=post) and
+// a,b,c where it is an array (optim.betas=0.9,0.98). `override_origins[i]`, when given, names
+// override i in messages instead of "--set <override>" (a sweep's "--over model.heads=4,5").
+// Throws headlab::Error: unreadable file, TOML syntax error (with file:line:col), unknown key
+// (with a did-you-mean), wrong type, value out of range, NaN/Inf, failed cross-field check.
+Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides = {},
+                   std::span<const std::string> override_origins = {});
+// The same for a config headlab wrote into a run or checkpoint directory
+// (config.resolved.toml): a regular file only, at most 16 MiB, opened without blocking, so a
+// FIFO or a device planted there is refused rather than read.
+Config load_run_config(const std::filesystem::path& file,
+                       std::span<const std::string> overrides = {});
 // The same for TOML text; `source_name` stands in for the file name in messages.
 Config parse_config(std::string_view toml_text, std::string_view source_name,
-                    std::span<const std::string> overrides = {});
+                    std::span<const std::string> overrides = {},
+                    std::span<const std::string> override_origins = {});
 
 // Cross-field checks: heads divides d_model (unless head_dim is given), betas, min_lr <= lr,
 // relations, sizes within bounds and the memory estimate within runtime.max_memory_gb. Called
@@ -129,10 +148,11 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimate_memory(const Config& config);
 
-// The resolved config as TOML: every key, defaults filled, in schema order. Parsing it back
-// gives an equal config.
+// The resolved config as TOML: every key, defaults filled, in schema order, after a comment
+// listing the overrides (Config::overrides). Parsing it back gives an equal config.
 std::string to_toml(const Config& config);
-// FNV-1a 64 of to_toml(config), as 16 hex digits: stable across runs and machines.
+// FNV-1a 64 of the values of to_toml(config) (the override comments left out), as 16 hex
+// digits: stable across runs and machines.
 std::string config_hash(const Config& config);
 // Keys whose values differ between two configs, restricted to keys that change parameter or
 // optimizer-state shapes ("model.heads: 4 (checkpoint) vs 8 (config)" per entry). Empty when
@@ -140,5 +160,20 @@ std::string config_hash(const Config& config);
 std::vector<std::string> shape_differences(const Config& saved, const Config& current);
 // Every key (shape-relevant or not) that differs, same format.
 std::vector<std::string> config_differences(const Config& saved, const Config& current);
+
+// What a config loaded over a checkpoint is for.
+enum class ConfigUse { resume, evaluate };
+// The differences that make `current` another run than the checkpoint's `saved` config, by the
+// keys' classes (KeyClass, train/config/schema.h), same format as above: every key that changes
+// the result (model, task, optim, schedule, train.seed, the layers' options), the global batch,
+// and for resume also train.eval_*. Steps, cadence and runtime keys may change. Values are
+// compared resolved, so a value spelled out as its default is no change (layer options too).
+// Empty when `current` continues or evaluates the same run.
+std::vector<std::string> identity_differences(const Config& saved, const Config& current,
+                                              ConfigUse use);
+// Sentences per optimizer update: train.batch_size. The global batch is what identifies a run,
+// not how it is split; a key that splits it (gradient accumulation, ranks) is KeyClass::batch
+// and multiplies in here.
+int64_t global_batch(const Config& config);
 
 }  // namespace headlab

@@ -53,6 +53,10 @@ struct Key {
     s.required = true;
     return *this;
   }
+  Key& is(KeyClass identity) {
+    s.identity = identity;
+    return *this;
+  }
   Key& doc(std::string text) {
     s.doc = std::move(text);
     return *this;
@@ -131,6 +135,11 @@ void model_keys(std::vector<Key>& k) {
                   .shapes()
                   .doc("Registry name of the norms (also the final norm); options in "
                        "`[model.norm_options]`."));
+  k.push_back(key_of("model.positions_layer", &C::model, &M::positions_layer)
+                  .shapes()
+                  .doc("Registry name of the layer that adds positions to the embeddings "
+                       "(it inherits `model.positions` as `kind`); options in "
+                       "`[model.positions_options]`."));
 }
 
 void task_keys(std::vector<Key>& k) {
@@ -190,35 +199,47 @@ void schedule_keys(std::vector<Key>& k) {
 
 void train_keys(std::vector<Key>& k) {
   using R = TrainConfig;
-  k.push_back(key_of("train.steps", &C::train, &R::steps).range(1, 1e9).doc("Optimizer steps."));
+  k.push_back(key_of("train.steps", &C::train, &R::steps)
+                  .range(1, 1e9)
+                  .is(KeyClass::steps)
+                  .doc("Optimizer steps."));
   k.push_back(key_of("train.batch_size", &C::train, &R::batch_size)
                   .range(1, 65536)
+                  .is(KeyClass::batch)
                   .doc("Sentences per step (fresh every step)."));
   k.push_back(key_of("train.seed", &C::train, &R::seed)
                   .range(0, double(kMaxInt))
                   .doc("Seed of initialisation, dropout and the training data stream."));
   k.push_back(key_of("train.eval_every", &C::train, &R::eval_every)
                   .range(0, 1e9)
+                  .is(KeyClass::cadence)
                   .doc("Evaluate every this many steps; 0: only at the end."));
   k.push_back(key_of("train.eval_batches", &C::train, &R::eval_batches)
                   .range(1, 65536)
+                  .is(KeyClass::eval)
                   .doc("Batches per evaluation."));
   k.push_back(key_of("train.eval_batch_size", &C::train, &R::eval_batch_size)
                   .range(1, 65536)
+                  .is(KeyClass::eval)
                   .doc("Sentences per evaluation batch."));
   k.push_back(key_of("train.eval_seed", &C::train, &R::eval_seed)
                   .range(0, double(kMaxInt))
+                  .is(KeyClass::eval)
                   .doc("Seed of the evaluation sentences (the same every evaluation)."));
   k.push_back(key_of("train.log_every", &C::train, &R::log_every)
                   .range(1, 1e9)
+                  .is(KeyClass::cadence)
                   .doc("Write a metrics row (and a log line) every this many steps."));
   k.push_back(key_of("train.checkpoint_every", &C::train, &R::checkpoint_every)
                   .range(0, 1e9)
+                  .is(KeyClass::cadence)
                   .doc("Checkpoint every this many steps; 0: only at the end."));
   k.push_back(key_of("train.keep_checkpoints", &C::train, &R::keep_checkpoints)
                   .range(1, 1e6)
+                  .is(KeyClass::cadence)
                   .doc("Newest checkpoints to keep."));
   k.push_back(key_of("train.timeline", &C::train, &R::timeline)
+                  .is(KeyClass::cadence)
                   .doc("At every evaluation also measure each head's attention mass on each "
                        "relation and s_match, one row of timeline.jsonl (no ablations)."));
 }
@@ -227,14 +248,24 @@ void runtime_keys(std::vector<Key>& k) {
   using U = RuntimeConfig;
   k.push_back(key_of("runtime.backend", &C::runtime, &U::backend)
                   .one_of({"auto", "reference", "blas", "onednn"})
+                  .is(KeyClass::runtime)
                   .doc("Kernel backend."));
   k.push_back(
       key_of("runtime.threads", &C::runtime, &U::threads)
           .range(0, 1024)
+          .is(KeyClass::runtime)
           .doc("Threads for oneDNN and OpenBLAS; 0: all cores (small models run fastest on 1)."));
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
+                  .is(KeyClass::runtime)
                   .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+  // A plugin's identity is its content: run.json records each one's SHA-256 and a resume or an
+  // eval refuses a changed one, so the paths themselves may change (a moved build directory).
+  k.push_back(key_of("runtime.plugins", &C::runtime, &U::plugins)
+                  .length(0, 64)
+                  .is(KeyClass::runtime)
+                  .doc("Plugins (shared libraries) to load before the model and task are "
+                       "built, relative to the config file's folder; see docs/extending.md."));
 }
 
 std::vector<KeySpec> build_keys() {

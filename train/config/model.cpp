@@ -28,6 +28,7 @@ EncoderOptions encoder_options(const Config& c, const Task& task) {
   o.attention_layer = {m.attention_layer, m.attention_options};
   o.ffn_layer = {m.ffn_layer, m.ffn_options};
   o.norm_layer = {m.norm_layer, m.norm_options};
+  o.positions_layer = {m.positions_layer, m.positions_options};
   return o;
 }
 

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "core/error.h"
+#include "layers/encoder_layer.h"
 #include "train/config/config.h"
 #include "train/config/schema.h"
 #include "train/tasks/registry.h"
@@ -72,15 +75,104 @@ std::vector<std::string> differences(const Config& saved, const Config& current,
   return out;
 }
 
+// The layer options of slot `t` with defaults filled in (the layer is built once to learn
+// them), or nullopt when the layer cannot be built from them.
+std::optional<OptionMap> slot_options(const Config& c, const OptionTableSpec& t) {
+  EncoderLayerOptions lo;
+  lo.d_model = c.model.d_model;
+  lo.heads = c.model.heads;
+  lo.head_dim = c.model.head_dim;
+  lo.d_ff = c.model.d_ff;
+  try {
+    lo.activation = parse_activation(c.model.activation, "model.activation");
+    lo.attn_dropout = static_cast<float>(c.model.attn_dropout);
+    lo.init = parse_init(c.model.init, "model.init");
+    const std::string layer = std::get<std::string>(find_key(t.layer_key)->get(c));
+    return resolved_layer_options({layer, c.model.*t.member}, inherited_slot_options(lo));
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The options of the slots' own tables that differ between the two configs, defaults filled
+// in: spelling out a layer's default is no change.
+void option_table_differences(const Config& saved, const Config& current,
+                              std::vector<std::string>& out) {
+  for (const auto& t : option_tables()) {
+    const OptionMap& a = saved.model.*t.member;
+    const OptionMap& b = current.model.*t.member;
+    if (options_text(a) == options_text(b)) continue;
+    const std::optional<OptionMap> ra = slot_options(saved, t), rb = slot_options(current, t);
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : a) keys.push_back(key);
+    for (const auto& [key, value] : b)
+      if (!a.contains(key)) keys.push_back(key);
+    for (const std::string& key : keys) {
+      const OptionValue *va = ra ? ra->find(key) : a.find(key),
+                        *vb = rb ? rb->find(key) : b.find(key);
+      const std::string sa = va ? format_value(*va) : "(none)",
+                        sb = vb ? format_value(*vb) : "(none)";
+      if (sa == sb) continue;
+      auto shown = [&](const OptionMap& own, const std::string& resolved) {
+        const OptionValue* v = own.find(key);
+        return v ? format_value(*v) : resolved + " (default)";
+      };
+      out.push_back(fmt::format("{}.{}: {} (checkpoint) vs {} (config)", t.key, key, shown(a, sa),
+                                shown(b, sb)));
+    }
+  }
+}
+
 }  // namespace
+
+int64_t global_batch(const Config& c) {
+  return c.train.batch_size;
+}
+
+std::vector<std::string> identity_differences(const Config& saved, const Config& current,
+                                              ConfigUse use) {
+  std::vector<std::string> out;
+  std::vector<std::string> batch_keys;
+  for (const auto& spec : config_keys()) {
+    const std::string a = format_value(spec.get(saved)), b = format_value(spec.get(current));
+    if (spec.key == "task.name" && a == b) task_differences(saved, current, false, out);
+    if (a == b) continue;
+    const std::string diff = fmt::format("{}: {} (checkpoint) vs {} (config)", spec.key, a, b);
+    switch (spec.identity) {
+      case KeyClass::result:
+        out.push_back(diff);
+        break;
+      case KeyClass::eval:
+        if (use == ConfigUse::resume) out.push_back(diff);
+        break;
+      case KeyClass::batch:
+        batch_keys.push_back(diff);
+        break;
+      case KeyClass::steps:
+      case KeyClass::cadence:
+      case KeyClass::runtime:
+        break;
+    }
+  }
+  if (global_batch(saved) != global_batch(current)) {
+    std::string parts;
+    for (const std::string& d : batch_keys) parts += (parts.empty() ? "" : ", ") + d;
+    out.push_back(fmt::format("the global batch: {} (checkpoint) vs {} (config) ({})",
+                              global_batch(saved), global_batch(current), parts));
+  }
+  option_table_differences(saved, current, out);
+  return out;
+}
 
 std::string Config::where(const std::string& key) const {
   auto it = origins.find(key);
   return it != origins.end() ? it->second : source;
 }
 
-std::string to_toml(const Config& config) {
-  std::string out = "# headlab resolved config: every key, defaults filled in.\n";
+namespace {
+
+std::string toml_values(const Config& config) {
+  std::string out;
   std::string table;
   auto close_table = [&] {
     if (table != "model") return;
@@ -103,9 +195,18 @@ std::string to_toml(const Config& config) {
   return out;
 }
 
+}  // namespace
+
+std::string to_toml(const Config& config) {
+  std::string out = "# headlab resolved config: every key, defaults filled in.\n";
+  for (const std::string& o : config.overrides) out += "# override: " + o + "\n";
+  return out + toml_values(config);
+}
+
 std::string config_hash(const Config& config) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : to_toml(config)) {
+  for (unsigned char c :
+       "# headlab resolved config: every key, defaults filled in.\n" + toml_values(config)) {
     h ^= c;
     h *= 0x100000001b3ull;
   }

@@ -14,12 +14,15 @@
 
 namespace headlab {
 
-// A file opened for writing (created or truncated, mode 0644). write() appends; commit() fsyncs
-// and closes, reporting any error. Destroying an uncommitted file closes it without fsync (the
-// caller is unwinding from an error and will discard it).
+// A file opened for writing (mode 0644), never through a symbolic link. Create::truncate
+// creates or truncates `path`; Create::exclusive creates a new regular file and fails if
+// anything exists there. write() appends; commit() fsyncs and closes, reporting any error.
+// Destroying an uncommitted file closes it without fsync (the caller is unwinding from an error
+// and will discard it).
 class DurableFile {
  public:
-  explicit DurableFile(const std::filesystem::path& path);
+  enum class Create { truncate, exclusive };
+  explicit DurableFile(const std::filesystem::path& path, Create create = Create::truncate);
   DurableFile(const DurableFile&) = delete;
   DurableFile& operator=(const DurableFile&) = delete;
   ~DurableFile();
@@ -39,12 +42,46 @@ class DurableFile {
 void write_file_durable(const std::filesystem::path& path, std::string_view content);
 
 // Writes `content` to "<path>.tmp", fsyncs it, renames it over `path` and fsyncs the parent
-// directory: readers see the old file or the new one, never a mix.
+// directory: readers see the old file or the new one, never a mix. Only ever replaces a regular
+// file: anything else at `path` (a directory, a FIFO, a symbolic link, a device) was not written
+// by headlab and is refused ("cannot replace 'x': it is a FIFO, not a file headlab wrote"), as is
+// anything but a regular file or a link at "<path>.tmp" (a stale temporary file is removed).
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
-// Reads a whole regular file. Throws if it is missing, not a regular file, unreadable, or
-// larger than max_bytes ("'<path>' is N bytes, more than the limit of M").
+// A file that only grows (train.log, metrics.jsonl): opened for appending, created if missing,
+// never through a symbolic link, and refused unless it is a regular file. Every write is
+// checked; closed on destruction.
+class AppendFile {
+ public:
+  explicit AppendFile(const std::filesystem::path& path);
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  ~AppendFile();
+
+  // Appends all of `text`; throws naming the path and the reason (a full disk, ...).
+  void write(std::string_view text);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+// Reads a whole regular file, opened without blocking (a FIFO in its place must not hang) and
+// through symbolic links. Throws if it is missing, not a regular file ("cannot read 'x': not a
+// regular file (a FIFO)"), unreadable, or larger than max_bytes ("'<path>' is N bytes, more
+// than the limit of M").
 std::string read_file(const std::filesystem::path& path, uint64_t max_bytes);
+
+// Reads a file the user named on the command line (a config): a regular file, or a pipe or
+// device (`<(...)`, /dev/stdin) read until its end, at most max_bytes either way. `what` names
+// it in messages: "<path>: cannot read the <what> (<reason>)", "<path>: is a directory,
+// expected a <what>", "<path>: the <what> is larger than 16 MiB".
+std::string read_input_file(const std::filesystem::path& path, uint64_t max_bytes,
+                            const std::string& what);
+
+// "a directory", "a FIFO", "a symbolic link", "a character device", ... for an lstat mode.
+const char* file_kind(unsigned mode);
 
 // fsync on a directory, making the names created or renamed in it durable.
 void fsync_directory(const std::filesystem::path& dir);

@@ -149,26 +149,26 @@ std::string example(const RunFiles& f, const Heads& h, const Entry& e) {
 
 }  // namespace
 
-std::string composition_section(const RunFiles& f) {
-  const Heads h = parse_heads(f.heads);
+std::string composition_body(const RunView& v) {
+  const RunFiles& f = v.files;
+  const Heads& h = v.heads;
   if (h.layers < 2) return "";
   const std::vector<Entry> entries = read_entries(f.heads, h);
-  if (entries.empty())
-    return section("composition", "Composition across layers", "",
-                   "<p class=\"note\">heads.json has no composition.</p>");
+  if (entries.empty()) return missing("heads.json has no composition.");
   // The path that adds most to what its head reaches in one step.
   const Entry* shown = &entries[0];
   for (const Entry& e : entries)
     if (e.path_mass - e.mass > shown->path_mass - shown->mass) shown = &e;
-  return section(
-      "composition", "Composition across layers",
-      "Two-step paths: the mass P[Y, X, r] = mean_i sum_j A_Y[i, j] A_X[j, p_r(i)] that reaches "
-      "relation r's gold partner going through head Y (layer l) and then head X (a layer "
-      "below). Each head Y is listed with its strongest path, its own one-step mass on that "
-      "relation and that mass with X gated off. A path mass far above Y's own mass is "
-      "composition: neither head reaches the partner alone; a drop when X is gated off means Y "
-      "needs X to find its key.",
-      table(h, entries) + "<div class=\"row\">" + example(f, h, *shown) + "</div>");
+  return lede(
+             "Two-step paths: the mass P[Y, X, r] = mean_i sum_j A_Y[i, j] A_X[j, p_r(i)] that "
+             "reaches "
+             "relation r's gold partner going through head Y (layer l) and then head X (a layer "
+             "below). Each head Y is listed with its strongest path, its own one-step mass on that "
+             "relation and that mass with X gated off. A path mass far above Y's own mass is "
+             "composition: neither head reaches the partner alone; a drop when X is gated off "
+             "means Y "
+             "needs X to find its key.") +
+         table(h, entries) + "<div class=\"row\">" + example(f, h, *shown) + "</div>";
 }
 
 }  // namespace headlab::report_parts

@@ -1,6 +1,8 @@
-// Internal building blocks of the HTML reports (see report_parts.h).
+// Internal building blocks of the HTML reports (see parts.h).
 
 #include "train/report/parts.h"
+
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -9,6 +11,10 @@
 namespace headlab::report_parts {
 
 using nlohmann::json;
+
+namespace {
+const char* const kGrey = "#8a919c";  // unclaimed and unassigned heads
+}  // namespace
 
 double num(const json& j, const char* key, double fallback) {
   if (!j.is_object()) return fallback;
@@ -32,6 +38,14 @@ std::string section(const char* id, const std::string& title, const std::string&
                     const std::string& body) {
   return fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n{}{}\n</section>\n", id, svg::escape(title),
                      lede.empty() ? "" : "<p class=\"lede\">" + lede + "</p>\n", body);
+}
+
+std::string lede(const std::string& html) {
+  return "<p class=\"lede\">" + html + "</p>\n";
+}
+
+std::string missing(const std::string& text) {
+  return "<p class=\"note\">" + svg::escape(text) + "</p>";
 }
 
 svg::LineChartOptions chart(std::string title, std::string x_label, std::string y_label) {
@@ -64,6 +78,7 @@ svg::Series series(std::string name, std::string color, std::vector<double> x,
 Heads parse_heads(const json& doc) {
   Heads h;
   if (!doc.is_object()) return h;
+  h.task = doc.value("task", std::string());
   h.relations = doc.value("relations", std::vector<std::string>{});
   for (size_t r = 0; r < h.relations.size(); ++r)
     h.colors.push_back(relation_color(static_cast<int>(r)));
@@ -77,14 +92,20 @@ Heads parse_heads(const json& doc) {
       h.assigned.push_back(-1);
     }
   }
-  const json assignment = doc.contains("specialization")
-                              ? doc["specialization"].value("assignment", json::object())
-                              : json::object();
-  for (size_t r = 0; r < h.relations.size(); ++r) {
+  const json spec = doc.value("specialization", json::object());
+  const json assignment = spec.is_object() ? spec.value("assignment", json::object()) : json();
+  h.threshold = num(spec, "claim_threshold", 0.5);
+  h.assigned_mass.assign(h.per_head.size(), NAN);
+  h.claimed.assign(h.per_head.size(), 0);
+  for (size_t r = 0; r < h.relations.size() && assignment.is_object(); ++r) {
     auto it = assignment.find(h.relations[r]);
     if (it == assignment.end() || !it->is_array() || it->size() != 2) continue;
     const size_t k = static_cast<size_t>((*it)[0].get<int>() * h.heads + (*it)[1].get<int>());
-    if (k < h.assigned.size()) h.assigned[k] = static_cast<int>(r);
+    if (k >= h.assigned.size()) continue;
+    h.assigned[k] = static_cast<int>(r);
+    h.assigned_mass[k] =
+        num(h.per_head[k].value("mass", json::object()), h.relations[r].c_str(), 0);
+    h.claimed[k] = h.assigned_mass[k] > h.threshold;
   }
   return h;
 }
@@ -111,6 +132,7 @@ std::string matrix(const Heads& h, const char* key, const std::string& title, bo
                    int cell) {
   std::vector<double> values;
   std::vector<std::string> row_notes, note_colors;
+  std::vector<svg::CellMark> marks;
   for (size_t k = 0; k < h.per_head.size(); ++k) {
     const json m = h.per_head[k].value(key, json::object());
     for (const std::string& r : h.relations) values.push_back(num(m, r.c_str(), 0.0));
@@ -120,10 +142,14 @@ std::string matrix(const Heads& h, const char* key, const std::string& title, bo
     const int top = strongest(h, k);
     const bool backup = a < 0 && top >= 0 && num(m, h.relations[top].c_str(), 0.0) > 0.3;
     row_notes.push_back(!notes   ? ""
-                        : a >= 0 ? "\u2192 " + h.relations[a]
+                        : a >= 0 ? "\u2192 " + h.relations[a] + (h.claimed[k] ? "" : " (unclaimed)")
                         : backup ? "(" + h.relations[top] + ")"
                                  : "");
-    note_colors.push_back(a >= 0 ? h.colors[a] : "#8a919c");
+    note_colors.push_back(head_color(h, k));
+    // The assignment outlined: solid in the relation's colour when claimed, dashed grey not.
+    if (notes && a >= 0)
+      marks.push_back(
+          {static_cast<int>(k), a, h.claimed[k] ? h.colors[a] : kGrey, "", !h.claimed[k]});
   }
   svg::HeatmapOptions o;
   o.title = title;
@@ -133,8 +159,47 @@ std::string matrix(const Heads& h, const char* key, const std::string& title, bo
   o.cell = cell;
   o.row_notes = row_notes;
   o.row_note_colors = note_colors;
+  o.marks = marks;
   return svg::heatmap(static_cast<int>(h.per_head.size()), static_cast<int>(h.relations.size()),
                       values, o);
+}
+
+std::string head_caption(const Heads& h, size_t k) {
+  const int a = h.assigned[k];
+  if (a >= 0)
+    return fmt::format("{} \u2192 {} {:.2f}{}", h.label[k], h.relations[a], h.assigned_mass[k],
+                       h.claimed[k] ? "" : " (unclaimed)");
+  const int top = strongest(h, k);
+  if (top < 0) return h.label[k];
+  return fmt::format("{} \u00b7 {} {:.2f}", h.label[k], h.relations[top],
+                     num(h.per_head[k].value("mass", json::object()), h.relations[top].c_str(), 0));
+}
+
+std::string head_color(const Heads& h, size_t k) {
+  return h.assigned[k] >= 0 && h.claimed[k] ? h.colors[h.assigned[k]] : kGrey;
+}
+
+std::string tag(const Heads& h, int r, bool filled) {
+  const std::string name = svg::escape(h.relations[r]);
+  if (filled)
+    return fmt::format("<span class=\"tag\" style=\"background:{}\">{}</span>", h.colors[r], name);
+  return fmt::format("<span class=\"tag open\" style=\"border-color:{0};color:{0}\">{1}</span>",
+                     h.colors[r], name);
+}
+
+std::string href(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+std::string count(size_t n, const char* singular, const char* plural) {
+  return fmt::format("{} {}", n, n == 1 ? singular : plural);
 }
 
 }  // namespace headlab::report_parts

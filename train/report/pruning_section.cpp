@@ -174,19 +174,18 @@ std::string steps_table(const Heads& h, const std::vector<Step>& c) {
 
 }  // namespace
 
-std::string pruning_section(const RunFiles& f) {
-  const Heads h = parse_heads(f.heads);
+std::string pruning_body(const RunView& v) {
+  const RunFiles& f = v.files;
+  const Heads& h = v.heads;
   const std::vector<Step> c = h.per_head.empty() ? std::vector<Step>{} : read_curve(f.heads, h);
-  if (c.empty())
-    return section("pruning", "Pruning curve", "",
-                   "<p class=\"note\">heads.json has no pruning curve.</p>");
-  return section("pruning", "Pruning curve",
-                 "Heads removed one at a time, least important first, until one is left "
-                 "(heads.json \"pruning\"). A head carried a relation when more than 0.3 of its "
-                 "attention is on its partner: the relation assigned to it (specialized when "
-                 "above 0.5), else as a backup.",
-                 "<div class=\"row\">" + curve_chart(h, c) + "</div><p>" + verdict(h, c) + " " +
-                     last_carriers(h, c) + "</p>" + steps_table(h, c));
+  if (c.empty()) return missing("heads.json has no pruning curve.");
+  return lede(
+             "Heads removed one at a time, least important first, until one is left "
+             "(heads.json \"pruning\"). A head carried a relation when more than 0.3 of its "
+             "attention is on its partner: the relation assigned to it (specialized when "
+             "above 0.5), else as a backup.") +
+         "<div class=\"row\">" + curve_chart(h, c) + "</div><p>" + verdict(h, c) + " " +
+         last_carriers(h, c) + "</p>" + steps_table(h, c);
 }
 
 }  // namespace headlab::report_parts

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "train/report/svg.h"
+#include "train/report/svg/svg.h"
 
 namespace headlab {
 namespace {
@@ -18,6 +18,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kStyle = R"css(
 :root { --ink: #1f2430; --muted: #5b6170; --line: #e3e6eb; --bg: #f4f5f7; --accent: #2f5d9e; }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
 body { margin: 0; background: var(--bg); color: var(--ink);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
 main { max-width: 1440px; margin: 0 auto; padding: 20px 24px 48px; }
@@ -60,6 +61,20 @@ svg .grid { stroke: #eceef1; stroke-width: 1; }
 svg .plot { fill: #fff; stroke: #cfd3da; }
 svg .ref { stroke: #888; stroke-width: 1; stroke-dasharray: 4 3; }
 footer { color: var(--muted); font-size: 12px; margin-top: 24px; }
+p.verdict { margin: 8px 0 0; padding: 8px 12px; border-radius: 6px; font-size: 15px; font-weight: 600;
+  border-left: 4px solid #c77c02; background: #fff8e6; }
+p.verdict.good { border-left-color: #2e7d32; background: #eef7ee; }
+nav.contents { font-size: 13px; color: var(--muted); margin: 2px 0 0; }
+nav.contents a, a { color: var(--accent); }
+.tag.open { background: #fff; border: 1.5px dashed; padding: 0 6px; }
+.controls { display: flex; flex-wrap: wrap; gap: 10px 18px; align-items: center; margin: 0 0 10px; }
+.controls label { font-weight: 600; }
+.controls select { font: inherit; padding: 2px 4px; max-width: 560px; }
+.readout { min-height: 1.5em; font-variant-numeric: tabular-nums; color: var(--ink); margin: 4px 0 0; }
+.thumbs { display: flex; flex-wrap: wrap; gap: 8px; align-content: flex-start; max-width: 640px; }
+.thumbs svg { cursor: pointer; border: 2px solid transparent; border-radius: 4px; }
+.thumbs svg.on { border-color: var(--accent); }
+svg a circle:hover { stroke: #1f2430; stroke-width: 2; }
 )css";
 
 double number_or_nan(const nlohmann::json& row, const char* key) {
@@ -81,11 +96,13 @@ bool is_eval_row(const nlohmann::json& row) {
 
 }  // namespace
 
-std::string html_page(const std::string& title, const std::string& body) {
+std::string html_page(const std::string& title, const std::string& body,
+                      const std::string& script) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
          svg::escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n" +
-         body + "\n</main>\n</body>\n</html>\n";
+         body + "\n</main>\n" + (script.empty() ? "" : "<script>\n" + script + "</script>\n") +
+         "</body>\n</html>\n";
 }
 
 std::string relation_color(int index) {

@@ -1,21 +1,43 @@
 #pragma once
-// HTML reports: one self-contained page each (inline CSS and SVG, no scripts, nothing fetched
-// from the network), readable straight from disk.
+// HTML reports: one self-contained page each (inline CSS, SVG and JavaScript; nothing fetched,
+// no server), readable straight from disk (file://). Pages are deterministic: rendering the same
+// documents again gives the same bytes (no clock, no randomness).
 //
-// Run report (RUN_DIR/report.html), built from the files of a run directory:
-//   heads.json, attention.npy, attention_tokens.json   (train/analysis/analysis.h)
+// Run report (RUN_DIR/report.html), built from the files of a run directory only:
+//   heads.json, attention.npy, attention_tokens.json   (train/analysis)
 //   metrics.jsonl, timeline.jsonl, summary.json, config.resolved.toml  (the trainer)
-// Sections (each a <section id=..>): "summary" (headline numbers), "curves" (loss, accuracy
-// with per-relation component accuracy, learning rate), "specialization" (the head x relation
-// mass matrix with the assigned relation named on each head, distinct-partner mass, argmax
-// accuracy), "attention" (each head's map on an example sentence, tokens on both axes, gold
-// partners outlined), "ablation" (ablation, keep-only and importance bars; relation-group
-// ablation matrix), "timeline" (specialization over training), "pruning" (the pruning curve),
-// "composition" (two or more layers: two-step paths), "heads" (every number per head), "config"
-// (resolved config, versions); the sections of the analysis are listed in sections.h.
-// A missing input file leaves its section with a note instead of failing.
+// Its top line is the verdict (specialization_verdict). Sections, each a <section id=..>:
+// "summary" (headline numbers, each relation's head), "curves" (loss, accuracy with per-relation
+// component accuracy, learning rate), "specialization" (the head x relation mass matrix, the
+// assignment outlined: solid when claimed, dashed grey when not), "attention" (an explorer: pick
+// one of the saved example sentences and a head; the head's map with tokens on both axes, gold
+// partners outlined, a tooltip per cell with query, key and weight, and the maps of every head
+// of its layer; drawn by a script from the weights embedded once as JSON, and statically for
+// the first sentence and head when scripts are off), "ablation" (ablation, keep-only and
+// importance bars; relation-group ablation matrix), "timeline" (specialization over training),
+// "pruning" (the pruning curve), "composition" (two or more layers: two-step paths), "heads"
+// (every number per head), "files"
+// (resolved config, versions, links to the run's files). A missing input file leaves its
+// section with a note instead of failing. Unclaimed assignments (mass at or below heads.json's
+// specialization.claim_threshold) are never drawn in their relation's colour.
 //
 // Sweep report (DIR/report.html): see render_sweep_report.
+//
+// Adding a section (say a specialization timeline from a new timeline.jsonl):
+//   1. the document: a member of RunFiles, read in load_run_files (run_report.cpp); a missing
+//      file leaves it empty;
+//   2. the section: `std::string timeline_body(const RunView&)` in its own file
+//      (train/report/timeline_section.cpp), declared in sections.h. It returns the HTML below the
+//      title (parts.h: lede(), figure(), missing(); svg/svg.h: line_chart, heatmap, bar_chart,
+//      strip_chart), or "" to leave the section out;
+//   3. one row in kRunSections (run_report.cpp): {"timeline", "Specialization over training",
+//      timeline_body}. The contents line and the section frame follow from the row. A section
+//      that needs JavaScript names its script in the row's fourth field: a string of plain
+//      inline code (see attention_script.cpp) that finds its elements by id, reads data the
+//      section embedded as <script type="application/json">, and makes no requests;
+//   4. a test in tests/train/test_report.cpp, and tests/train/report_browser.py if it has a
+//      script.
+// The sweep report works the same way (SweepView, kSweepSections in sweep_report.cpp).
 
 #include <filesystem>
 #include <string>
@@ -37,6 +59,7 @@ struct RunFiles {
   std::vector<nlohmann::json> timeline;  // timeline.jsonl rows (train/run/timeline.h)
   nlohmann::json summary;               // summary.json, or null
   std::string config_toml;              // config.resolved.toml, or ""
+  std::vector<std::string> links;       // the run's own files that exist, linked from the page
 };
 
 // Reads whatever of the files above exist. The analysis files (heads.json, attention.npy,
@@ -48,6 +71,13 @@ RunFiles load_run_files(const std::filesystem::path& run_dir,
 
 // The page for one run.
 std::string render_run_report(const RunFiles& files);
+
+// The report's one-line verdict on a heads.json document, e.g. "3 of 3 relations have their
+// own head: PREV L0H0 0.92, HEAD L0H3 0.77, SEM L0H2 0.93." or "2 of 3 relations have their own
+// head: PREV L0H0 0.92, HEAD L0H1 0.81; unclaimed (mass <= 0.5): SEM L0H2 0.11." A relation
+// with no head at all (fewer heads than relations) is listed as "no head: ...". "" when the
+// document has no heads.
+std::string specialization_verdict(const nlohmann::json& heads);
 
 // load_run_files + render_run_report, written to report.html in analysis_dir (when given) or
 // run_dir; returns that path. Throws headlab::Error on an I/O failure.
@@ -69,24 +99,36 @@ Curves read_curves(const std::vector<nlohmann::json>& rows,
 // The first evaluation step with accuracy >= threshold; -1 if none.
 double steps_to(const Curves& curves, double threshold = 0.95);
 
-// Sweep report: the table of sweep.json's runs grouped by their values (mean and spread over
-// seeds of eval accuracy, steps to 95%, s_match, n_claimed, train seconds), eval-accuracy
-// curves per group (one line per seed, and the seed mean of every group on one chart),
-// specialization per group (s_match, s_max and n_claimed, each seed a dot) and the head x
-// relation matrix of each group's first seed.
+// Sweep report, from sweep.json ({"config", "over", "seeds", "runs": [{"values", "seed", "dir",
+// "ok", "eval_accuracy", "s_match", "s_max", "n_claimed", "steps_to_95", "train_seconds",
+// "d_k"}]}) and each run's files. Its header says what the grid is (sweep_description).
+// Sections: "table" (one row per setting: mean and spread over seeds of eval accuracy, steps to
+// 95%, s_match, n_claimed, train seconds, and a link to each seed's report), "seeds" (eval
+// accuracy, s_match and n_claimed per setting, every seed a point that links to its run's
+// report.html, the mean and spread drawn, the 0.95 threshold dashed), "curves" (eval accuracy
+// per setting, one line per seed, and the seed means on one chart), "specialization" (the head x
+// relation matrix of each setting's first seed).
 struct SweepRunData {
-  Curves curves;         // from the run's metrics.jsonl (empty if missing)
-  nlohmann::json heads;  // the run's heads.json, or null
+  Curves curves;            // from the run's metrics.jsonl (empty if missing)
+  nlohmann::json heads;     // the run's heads.json, or null
+  bool has_report = false;  // the run directory holds a report.html (then linked)
 };
 // `runs` is in sweep.json's run order.
 std::string render_sweep_report(const nlohmann::json& sweep, const std::vector<SweepRunData>& runs);
+// What the grid is, in words true to sweep.json, e.g. "4 runs of tiny.toml: 2 settings of
+// model.heads (1, 2) x 2 seeds each (train.seed 1, 2). Same d_model in every run, so more heads
+// means narrower heads (d_k 64 down to 32)." The width sentence only when the grid varies the
+// head count and the head width follows from it.
+std::string sweep_description(const nlohmann::json& sweep);
 
 // The head x relation mass heatmap of a heads.json document (the assigned relation named on
 // each head); "" when the document has no heads.
 std::string mass_matrix_svg(const nlohmann::json& heads, const std::string& title, int cell = 48);
 
-// Shared page frame: <!DOCTYPE html> .. <style>..</style> .. body .. </html>.
-std::string html_page(const std::string& title, const std::string& body);
+// Shared page frame: <!DOCTYPE html> .. <style>..</style> .. body .. </html>; `script` (inline
+// JavaScript, or "") runs at the end of the body.
+std::string html_page(const std::string& title, const std::string& body,
+                      const std::string& script = "");
 // Colour of the relation at `index` in a document's "relations" (heads.json): a fixed palette
 // by position, whatever the names.
 std::string relation_color(int index);

@@ -1,28 +1,82 @@
 #pragma once
-// Run-report sections drawn from the analysis over training and across heads, one file each,
-// each a <section id=..> built from the run's documents only (timeline.jsonl, heads.json,
-// attention.npy, attention_tokens.json); render_run_report (run_report.cpp) lists them.
-// Internal to train/report.
+// The sections of the run and the sweep report (internal; see report.h for what each shows and
+// how to add one). A section is a function from a page's view of its documents to HTML, listed
+// in kRunSections (run_report.cpp) or kSweepSections (sweep_report.cpp).
 
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "train/report/parts.h"
 #include "train/report/report.h"
 
 namespace headlab::report_parts {
 
+// What the run report's sections read: the run's documents, heads.json flattened, the curves.
+struct RunView {
+  const RunFiles& files;
+  Heads heads;
+  Curves curves;
+};
+
+// Runs of a sweep that share their grid values (one "setting"), in sweep.json's order.
+struct Group {
+  std::string label;         // "model.heads=4"
+  std::vector<size_t> runs;  // indices into sweep["runs"]
+};
+
+// What the sweep report's sections read.
+struct SweepView {
+  const nlohmann::json& sweep;            // sweep.json
+  const nlohmann::json& runs;             // sweep["runs"]
+  const std::vector<SweepRunData>& data;  // each run's own files, in runs' order
+  std::vector<Group> groups;              // settings in grid order
+  std::string over;                       // "model.heads, train.lr"
+};
+
+// Run report sections (body functions for SectionSpec<RunView>).
+std::string summary_body(const RunView& v);
+std::string curves_body(const RunView& v);
+std::string specialization_body(const RunView& v);
+std::string attention_body(const RunView& v);
+std::string ablation_body(const RunView& v);
+std::string table_body(const RunView& v);
 // "timeline": s_match and each head's mass on its final relation against steps, the step each
 // relation is first claimed (its assigned head's mass > 0.5) and the order of the claims, from
 // timeline.jsonl. A note when the run has no timeline.
-std::string timeline_section(const RunFiles& files);
-
+std::string timeline_body(const RunView& v);
 // "pruning": accuracy and component accuracy against heads pruned (heads.json "pruning"), each
 // pruned head marked with the relation it carried, and whether the specialized heads were the
 // last to go. A note when heads.json has no pruning curve.
-std::string pruning_section(const RunFiles& files);
-
+std::string pruning_body(const RunView& v);
 // "composition": for each head of layer >= 1 the lower head it composes with (heads.json
 // "composition"), and the strongest two-step path drawn on the first example sentence. "" for a
 // one-layer model.
-std::string composition_section(const RunFiles& files);
+std::string composition_body(const RunView& v);
+std::string files_body(const RunView& v);
+// The attention explorer's script (attention_script.cpp): switches the sentence and the head
+// of the maps drawn by attention_body, from the data embedded there.
+extern const char* const kAttentionScript;
+
+// Sweep report sections.
+std::string sweep_table_body(const SweepView& v);
+std::string sweep_seeds_body(const SweepView& v);
+std::string sweep_curves_body(const SweepView& v);
+std::string sweep_specialization_body(const SweepView& v);
+
+// Sweep helpers shared by its sections.
+struct Stats {
+  double mean = NAN, sd = NAN, lo = NAN, hi = NAN;
+  size_t n = 0;
+};
+Stats stats(const std::vector<double>& v);  // sd: the sample standard deviation (0 for n = 1)
+// The numbers of runs[i][key] over the runs idx (absent and null values skipped).
+std::vector<double> field(const nlohmann::json& runs, const std::vector<size_t>& idx,
+                          const char* key);
+// A grid value as text: strings bare, everything else as JSON.
+std::string value_text(const nlohmann::json& v);
+// The link to run i's report (relative to the sweep directory), or "" when it has none.
+std::string run_link(const SweepView& v, size_t i);
 
 }  // namespace headlab::report_parts

@@ -1,58 +1,33 @@
-// The sweep report: DIR/report.html from sweep.json and each run's curves and heads.json.
+// The sweep report: DIR/report.html from sweep.json and each run's files (see report.h for the
+// sections; sweep_sections.cpp and sweep_seeds.cpp draw them).
 
 #include <algorithm>
-#include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
-#include "train/report/report.h"
-#include "train/report/svg.h"
+#include "core/version.h"
+#include "train/report/sections.h"
 
 namespace headlab {
-namespace {
 
+using namespace report_parts;
 using nlohmann::json;
 
-struct Group {
-  std::string label;         // "model.heads=4"
-  std::vector<size_t> runs;  // indices into sweep["runs"]
+namespace {
+
+// The page, top to bottom (see report.h on adding a section).
+const SectionSpec<SweepView> kSweepSections[] = {
+    {"table", "Results per setting", sweep_table_body},
+    {"seeds", "Every seed", sweep_seeds_body},
+    {"curves", "Accuracy curves", sweep_curves_body},
+    {"specialization", "Head x relation matrix per setting", sweep_specialization_body},
 };
 
-struct Stats {
-  double mean = NAN, sd = NAN, lo = NAN, hi = NAN;
-  size_t n = 0;
-};
-
-Stats stats(const std::vector<double>& v) {
-  Stats s;
-  s.n = v.size();
-  if (v.empty()) return s;
-  s.lo = *std::min_element(v.begin(), v.end());
-  s.hi = *std::max_element(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / v.size();
-  double ss = 0;
-  for (double x : v) ss += (x - s.mean) * (x - s.mean);
-  s.sd = v.size() > 1 ? std::sqrt(ss / (v.size() - 1)) : 0.0;  // sample standard deviation
-  return s;
-}
-
-std::string mean_sd(const Stats& s, int digits) {
-  if (s.n == 0) return "-";
-  return s.n > 1 ? fmt::format("{:.{}f} &plusmn; {:.{}f}", s.mean, digits, s.sd, digits)
-                 : fmt::format("{:.{}f}", s.mean, digits);
-}
-
-std::string value_text(const json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-std::vector<Group> group_runs(const json& sweep) {
+std::vector<Group> group_runs(const json& runs) {
   std::vector<Group> groups;
   std::map<std::string, size_t> index;
-  const json& runs = sweep["runs"];
   for (size_t i = 0; i < runs.size(); ++i) {
     std::string label;
     const json values = runs[i].value("values", json::object());
@@ -65,6 +40,76 @@ std::vector<Group> group_runs(const json& sweep) {
   return groups;
 }
 
+std::vector<std::string> over_keys(const json& sweep) {
+  std::vector<std::string> keys;
+  for (const json& k : sweep.value("over", json::array()))
+    if (k.is_string()) keys.push_back(k.get<std::string>());
+  return keys;
+}
+
+// "model.heads (1, 2, 4)": a key and its values in the order the grid runs them.
+std::string axis_text(const json& runs, const std::string& key) {
+  std::vector<std::string> seen;
+  for (const json& r : runs) {
+    const json values = r.value("values", json::object());
+    if (!values.contains(key)) continue;
+    const std::string v = value_text(values[key]);
+    if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+  }
+  std::string list;
+  for (const std::string& v : seen) list.append(list.empty() ? "" : ", ").append(v);
+  return key + " (" + list + ")";
+}
+
+// "2 seeds each (train.seed 1, 2)", or "1 to 3 seeds each" when settings differ.
+std::string seeds_text(const json& runs, const std::vector<Group>& groups) {
+  size_t lo = SIZE_MAX, hi = 0;
+  for (const Group& g : groups) lo = std::min(lo, g.runs.size()), hi = std::max(hi, g.runs.size());
+  std::string seeds;
+  std::set<int64_t> seen;
+  for (const json& r : runs) {
+    const int64_t s = r.value("seed", int64_t{0});
+    if (seen.insert(s).second) seeds.append(seeds.empty() ? "" : ", ").append(std::to_string(s));
+  }
+  const std::string n =
+      lo == hi ? count(lo, "seed", "seeds") : fmt::format("{} to {} seeds", lo, hi);
+  return n + " each (train.seed " + seeds + ")";
+}
+
+// The width sentence: true only when the grid changes the head count and nothing else sets
+// the head width.
+std::string width_text(const json& runs, const std::vector<std::string>& keys) {
+  std::set<double> dk;
+  for (const json& r : runs)
+    if (num(r, "d_k", 0) > 0) dk.insert(num(r, "d_k", 0));
+  const auto has = [&](const char* k) { return std::count(keys.begin(), keys.end(), k) > 0; };
+  if (dk.size() == 1) return fmt::format(" Every run has d_k = {}.", *dk.begin());
+  if (dk.size() > 1 && has("model.heads") && !has("model.d_model") && !has("model.head_dim"))
+    return fmt::format(
+        " Same d_model in every run, so more heads means narrower heads (d_k {} down to {}).",
+        *dk.rbegin(), *dk.begin());
+  return "";
+}
+
+}  // namespace
+
+namespace report_parts {
+
+Stats stats(const std::vector<double>& v) {
+  Stats s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  s.lo = *std::min_element(v.begin(), v.end());
+  s.hi = *std::max_element(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / v.size();
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(ss / (v.size() - 1)) : 0.0;
+  return s;
+}
+
 std::vector<double> field(const json& runs, const std::vector<size_t>& idx, const char* key) {
   std::vector<double> v;
   for (size_t i : idx)
@@ -72,211 +117,48 @@ std::vector<double> field(const json& runs, const std::vector<size_t>& idx, cons
   return v;
 }
 
-// The seed mean of eval accuracy at the steps every run of the group evaluated.
-svg::Series mean_curve(const std::vector<SweepRunData>& data, const Group& g) {
-  svg::Series s;
-  std::map<double, std::pair<double, int>> at;
-  for (size_t i : g.runs) {
-    const Curves& c = data[i].curves;
-    for (size_t k = 0; k < c.eval_step.size(); ++k) {
-      auto& [sum, n] = at[c.eval_step[k]];
-      sum += c.eval_accuracy[k];
-      ++n;
-    }
-  }
-  for (const auto& [step, sn] : at) {
-    if (sn.second != static_cast<int>(g.runs.size())) continue;
-    s.x.push_back(step);
-    s.y.push_back(sn.first / sn.second);
-  }
-  return s;
+std::string value_text(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-// One table row per setting: mean and spread over its seeds.
-std::string table_row(const json& runs, const Group& g) {
-  const Stats acc = stats(field(runs, g.runs, "eval_accuracy"));
-  const Stats s95 = stats(field(runs, g.runs, "steps_to_95"));
-  const Stats sm = stats(field(runs, g.runs, "s_match"));
-  const Stats sx = stats(field(runs, g.runs, "s_max"));
-  const Stats nc = stats(field(runs, g.runs, "n_claimed"));
-  const Stats ts = stats(field(runs, g.runs, "train_seconds"));
-  const std::vector<double> dk = field(runs, g.runs, "d_k");
-  size_t ok = 0;
-  for (size_t i : g.runs) ok += runs[i].value("ok", false) ? 1 : 0;
-  const std::string range =
-      acc.n ? fmt::format("{:.3f} &ndash; {:.3f}", acc.lo, acc.hi) : std::string("-");
-  const std::string steps = s95.n == 0        ? std::string("never")
-                            : s95.hi > s95.lo ? fmt::format("{:.0f} &ndash; {:.0f}", s95.lo, s95.hi)
-                                              : fmt::format("{:.0f}", s95.lo);
-  const std::string claimed = nc.n == 0        ? std::string("-")
-                              : nc.lo == nc.hi ? fmt::format("{:.0f}", nc.lo)
-                                               : fmt::format("{:.0f}&ndash;{:.0f}", nc.lo, nc.hi);
-  return fmt::format(
-      "<tr><td class=\"l\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{} of "
-      "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-      svg::escape(g.label), dk.empty() || dk[0] <= 0 ? "-" : fmt::format("{}", dk[0]), ok,
-      g.runs.size(), mean_sd(acc, 3), range, s95.n, ok, steps, mean_sd(sm, 2), mean_sd(sx, 2),
-      claimed, ts.n ? fmt::format("{:.1f}", ts.mean) : "-");
+std::string run_link(const SweepView& v, size_t i) {
+  if (i >= v.data.size() || !v.data[i].has_report) return "";
+  const json& dir = v.runs[i].contains("dir") ? v.runs[i]["dir"] : json();
+  return dir.is_string() ? href(dir.get<std::string>() + "/report.html") : "";
 }
 
-std::string table_section(const json& runs, const std::vector<Group>& groups) {
-  std::string table =
-      "<table><tr><th class=\"l\">setting</th><th>d_k</th><th>runs</th><th>eval accuracy</th>"
-      "<th>min &ndash; max</th><th>reached 95%</th><th>steps to 95%</th><th>s_match</th>"
-      "<th>s_max</th><th>n_claimed</th><th>train s</th></tr>";
-  for (const Group& g : groups) table += table_row(runs, g);
-  return "<section id=\"table\"><h2>Results</h2><p class=\"lede\">Mean &plusmn; sample "
-         "standard deviation over seeds. Steps to 95%: the first evaluation at or above 0.95 "
-         "accuracy, over the seeds that got there. s_match: mean over relations of the attention "
-         "mass that the best one-to-one assignment of relations to heads puts on the gold "
-         "partners.</p>" +
-         table + "</table></section>\n";
-}
+}  // namespace report_parts
 
-svg::LineChartOptions accuracy_chart(std::string title, int width, int height) {
-  svg::LineChartOptions o;
-  o.title = std::move(title);
-  o.x_label = "step";
-  o.y_label = "eval accuracy";
-  o.width = width;
-  o.height = height;
-  o.y_min = 0.0;
-  o.y_max = 1.0;
-  o.reference_y = 0.95;
-  return o;
+std::string sweep_description(const json& sweep) {
+  const json runs = sweep.value("runs", json::array());
+  const std::vector<Group> groups = group_runs(runs);
+  const std::vector<std::string> keys = over_keys(sweep);
+  std::string axes;
+  for (const std::string& k : keys)
+    axes.append(axes.empty() ? "" : " \u00d7 ").append(axis_text(runs, k));
+  std::string out =
+      count(runs.size(), "run", "runs") + " of " + sweep.value("config", std::string("?")) + ": " +
+      count(groups.size(), "setting", "settings") + (keys.size() == 1 ? " of " : ": ") + axes +
+      " \u00d7 " + seeds_text(runs, groups) + ".";
+  size_t failed = 0;
+  for (const json& r : runs) failed += r.value("ok", true) ? 0 : 1;
+  if (failed) out += fmt::format(" {} failed (sweep.json says why).", count(failed, "run", "runs"));
+  return out + width_text(runs, keys);
 }
-
-// Seed means of every setting on one chart, then one chart per setting with every seed.
-std::string curves_section(const json& runs, const std::vector<Group>& groups,
-                           const std::vector<SweepRunData>& data) {
-  std::vector<svg::Series> means;
-  std::string small;
-  for (size_t k = 0; k < groups.size(); ++k) {
-    svg::Series m = mean_curve(data, groups[k]);
-    m.name = groups[k].label;
-    m.color = svg::palette(static_cast<int>(k));
-    means.push_back(m);
-    std::vector<svg::Series> seeds;
-    for (size_t i : groups[k].runs) {
-      svg::Series s;
-      s.name = fmt::format("seed {}", runs[i].value("seed", 0));
-      s.color = svg::palette(static_cast<int>(k));
-      s.opacity = 0.35 + 0.65 / groups[k].runs.size() * (1 + seeds.size());
-      s.x = data[i].curves.eval_step;
-      s.y = data[i].curves.eval_accuracy;
-      seeds.push_back(s);
-    }
-    small += "<figure class=\"figure\">" +
-             svg::line_chart(seeds, accuracy_chart(groups[k].label, 300, 210)) + "</figure>";
-  }
-  return "<section id=\"curves\"><h2>Accuracy curves</h2><div class=\"row\"><figure "
-         "class=\"figure\">" +
-         svg::line_chart(means, accuracy_chart("Eval accuracy, mean over seeds", 560, 320)) +
-         "</figure></div><div class=\"row\">" + small + "</div></section>\n";
-}
-
-svg::Series series(const char* name, const char* color, bool line, double opacity = 1.0) {
-  svg::Series s;
-  s.name = name;
-  s.color = color;
-  s.line = line;
-  s.markers = line;
-  s.opacity = opacity;
-  return s;
-}
-
-// s_match and s_max, and n_claimed, per setting: each seed a dot, the mean a line.
-std::string specialization_charts(const json& runs, const std::vector<Group>& groups,
-                                  const std::string& over) {
-  svg::LineChartOptions so;
-  so.title = "Specialization (s_match; s_max dashed)";
-  so.x_label = over;
-  so.y_label = "mass on the gold partner";
-  so.width = 460;
-  so.height = 320;
-  so.y_min = 0.0;
-  so.y_max = 1.0;
-  svg::Series sm_mean = series("s_match (mean)", "#2f5d9e", true);
-  svg::Series sx_mean = series("s_max (mean)", "#9aa3ad", true);
-  sx_mean.markers = false;
-  sx_mean.dashed = true;
-  svg::Series sm_dots = series("s_match (each seed)", "#2f5d9e", false, 0.45);
-  svg::Series nc_mean = series("n_claimed (mean)", "#2e9e44", true);
-  svg::Series nc_dots = series("each seed", "#2e9e44", false, 0.45);
-  double max_claimed = 1;
-  for (size_t k = 0; k < groups.size(); ++k) {
-    const double x = static_cast<double>(k);
-    std::string tick;
-    const json values = runs[groups[k].runs[0]].value("values", json::object());
-    for (const auto& [key, v] : values.items()) {
-      if (!tick.empty()) tick += ',';
-      tick += value_text(v);
-    }
-    so.x_ticks.emplace_back(x, tick);
-    const std::vector<double> sm = field(runs, groups[k].runs, "s_match");
-    const std::vector<double> nc = field(runs, groups[k].runs, "n_claimed");
-    for (double v : sm) sm_dots.x.push_back(x), sm_dots.y.push_back(v);
-    for (double v : nc)
-      nc_dots.x.push_back(x), nc_dots.y.push_back(v), max_claimed = std::max(max_claimed, v);
-    if (!sm.empty()) sm_mean.x.push_back(x), sm_mean.y.push_back(stats(sm).mean);
-    if (!nc.empty()) nc_mean.x.push_back(x), nc_mean.y.push_back(stats(nc).mean);
-    const Stats sx = stats(field(runs, groups[k].runs, "s_max"));
-    if (sx.n) sx_mean.x.push_back(x), sx_mean.y.push_back(sx.mean);
-  }
-  svg::LineChartOptions no = so;
-  no.title = "Relations claimed by distinct heads (n_claimed)";
-  no.y_label = "n_claimed";
-  no.y_max = max_claimed + 0.5;
-  const std::vector<svg::Series> spec_series = {sm_mean, sx_mean, sm_dots};
-  const std::vector<svg::Series> claim_series = {nc_mean, nc_dots};
-  return "<figure class=\"figure\">" + svg::line_chart(spec_series, so) +
-         "</figure><figure class=\"figure\">" + svg::line_chart(claim_series, no) + "</figure>";
-}
-
-// The head x relation matrix of each setting's first finished run.
-std::string matrices(const json& runs, const std::vector<Group>& groups,
-                     const std::vector<SweepRunData>& data) {
-  std::string out;
-  for (const Group& g : groups) {
-    for (size_t i : g.runs) {
-      if (!data[i].heads.is_object()) continue;
-      const std::string svg_text = mass_matrix_svg(
-          data[i].heads, fmt::format("{} (seed {})", g.label, runs[i].value("seed", 0)), 34);
-      if (!svg_text.empty()) out += "<figure class=\"figure\">" + svg_text + "</figure>";
-      break;
-    }
-  }
-  return out;
-}
-
-std::string specialization_section(const json& runs, const std::vector<Group>& groups,
-                                   const std::vector<SweepRunData>& data, const std::string& over) {
-  return "<section id=\"specialization\"><h2>Specialization</h2><div class=\"row\">" +
-         specialization_charts(runs, groups, over) +
-         "</div><p class=\"lede\">The head x relation mass matrix of one run per setting "
-         "(arrows: the relation assigned to each head).</p><div class=\"row\">" +
-         matrices(runs, groups, data) + "</div></section>\n";
-}
-
-}  // namespace
 
 std::string render_sweep_report(const json& sweep, const std::vector<SweepRunData>& data) {
   const json runs = sweep.value("runs", json::array());
-  const std::vector<Group> groups = group_runs(sweep);
   std::string over;
-  for (const json& k : sweep.value("over", json::array()))
-    over += (over.empty() ? "" : ", ") + k.get<std::string>();
-  std::string body =
+  for (const std::string& k : over_keys(sweep)) over.append(over.empty() ? "" : ", ").append(k);
+  const SweepView view{sweep, runs, data, group_runs(runs), over};
+  std::string scripts;
+  const std::string body =
       "<header class=\"top\"><h1>headlab sweep over " + svg::escape(over) + "</h1><p>" +
-      svg::escape(fmt::format("{} runs of {} ({} seeds per setting)", runs.size(),
-                              sweep.value("config", std::string("?")), sweep.value("seeds", 0))) +
-      ". Same d_model in every run; more heads means narrower heads.</p></header>\n";
-  body += table_section(runs, groups);
-  body += curves_section(runs, groups, data);
-  body += specialization_section(runs, groups, data, over);
-  body += "<footer>Written by headlab " HEADLAB_VERSION
-          ". Every run's own report is report.html in its directory.</footer>";
-  return html_page("headlab sweep over " + over, body);
+      svg::escape(sweep_description(sweep)) + "</p></header>\n" +
+      render_sections<SweepView>(kSweepSections, view, scripts) +
+      "<footer>Written by headlab " HEADLAB_VERSION
+      ". Every run's own report is report.html in its directory, linked from its seed.</footer>";
+  return html_page("headlab sweep over " + over, body, scripts);
 }
 
 }  // namespace headlab

@@ -169,7 +169,8 @@ std::string claims(const Timeline& t) {
 
 }  // namespace
 
-std::string timeline_section(const RunFiles& f) {
+std::string timeline_body(const RunView& v) {
+  const RunFiles& f = v.files;
   Timeline t;
   t.relations = relations_of(f);
   for (size_t r = 0; r < t.relations.size(); ++r)
@@ -177,16 +178,14 @@ std::string timeline_section(const RunFiles& f) {
   for (const json& row : f.timeline)
     if (!t.relations.empty()) read_row(row, t);
   if (t.step.empty())
-    return section("timeline", "Specialization over training", "",
-                   "<p class=\"note\">timeline.jsonl not found or empty (train.timeline = "
-                   "false?).</p>");
-  final_relations(parse_heads(f.heads), t);
-  return section("timeline", "Specialization over training",
-                 "At every evaluation the trainer measures each head's attention mass on each "
-                 "relation's gold partner (the evaluation sentences, no ablations) into "
-                 "timeline.jsonl. A relation is claimed once its assigned head puts more than "
-                 "half of its attention on the partner.",
-                 charts(t) + claims(t));
+    return missing("timeline.jsonl not found or empty (train.timeline = false?).");
+  final_relations(v.heads, t);
+  return lede(
+             "At every evaluation the trainer measures each head's attention mass on each "
+             "relation's gold partner (the evaluation sentences, no ablations) into "
+             "timeline.jsonl. A relation is claimed once its assigned head puts more than "
+             "half of its attention on the partner.") +
+         charts(t) + claims(t);
 }
 
 }  // namespace headlab::report_parts

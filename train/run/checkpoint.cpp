@@ -1,14 +1,12 @@
 #include "train/run/checkpoint.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstring>
-#include <vector>
 
 #include <dnnl.h>
 #include <fmt/format.h>
@@ -16,44 +14,24 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "core/version.h"
+#include "train/io/checksum.h"
 #include "train/io/files.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
+#include "train/run/checkpoint_dir.h"
 
 namespace headlab {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace checkpoint_detail;
 
 namespace {
 
 constexpr uint64_t kMaxTextBytes = 64ull << 20;  // state.json, config.resolved.toml
 constexpr const char* kTmpPrefix = ".tmp-";
 constexpr const char* kTrashPrefix = ".trash-";
-constexpr const char* kFiles[] = {"state.json", "model.safetensors", "optimizer.safetensors",
-                                  "config.resolved.toml"};
-
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
-
-// The step of a "step-<digits>" directory name, or -1.
-int64_t parse_step_name(const std::string& name) {
-  if (!starts_with(name, "step-") || name.size() == 5 || name.size() > 5 + 18) return -1;
-  int64_t step = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
-}
-
-// The target of the symbolic link `link`, or nullopt if `link` does not exist or is no link.
-std::optional<std::string> read_link(const fs::path& link) {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
-  if (n < 0 || n == static_cast<ssize_t>(sizeof buf)) return std::nullopt;
-  return std::string(buf, static_cast<size_t>(n));
-}
+const std::string kChecksumKey = std::string(kChecksumAlgorithm) + ":";
 
 void check_rng_states(const std::map<std::string, std::string>& states, const std::string& where) {
   for (const auto& [name, text] : states) {
@@ -65,16 +43,39 @@ void check_rng_states(const std::map<std::string, std::string>& states, const st
   }
 }
 
+// Throws naming the first NaN or Inf of `tensors`.
+void check_finite(const StateDict& tensors, const std::string& where, const char* what) {
+  for (const NamedTensor& t : tensors) {
+    const float* x = t.tensor.data();
+    for (int64_t i = 0; i < t.tensor.numel(); ++i)
+      if (!std::isfinite(x[i]))
+        fail("{}: tensor '{}' of the {} holds {} at element {}: a checkpoint must be finite", where,
+             t.name, what, std::isnan(x[i]) ? "NaN" : "Inf", i);
+  }
+}
+
 json make_state_json(const CheckpointData& data) {
   json state = json::object();
   state["format_version"] = kCheckpointFormatVersion;
   state["step"] = data.step;
   state["data_cursor"] = data.data_cursor;
   state["config_hash"] = data.config_hash;
+  state["run_id"] = data.run_id;
   state["rng"] = data.rng_states;
   state["versions"] = library_versions();
   state["extra"] = data.extra;
+  state["files"] = {{"config.resolved.toml", checksum_hex(data.resolved_config)}};
+  state["checksum"] = state_checksum(state);
   return state;
+}
+
+// The metadata of a tensor file: the step, the algorithm and one checksum per tensor.
+SafetensorsMetadata tensor_metadata(const StateDict& tensors, int64_t step) {
+  SafetensorsMetadata meta = {{"step", std::to_string(step)}, {"checksum", kChecksumAlgorithm}};
+  for (const NamedTensor& t : tensors)
+    meta[kChecksumKey + t.name] =
+        checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+  return meta;
 }
 
 // Writes the checkpoint's four files into a fresh directory `dir` (inside checkpoints/) and
@@ -84,28 +85,12 @@ void write_checkpoint_files(const fs::path& dir, const CheckpointData& data,
   remove_tree(dir);
   if (::mkdir(dir.c_str(), 0755) != 0)
     fail("cannot create directory '{}': {}", dir.string(), std::strerror(errno));
-  const SafetensorsMetadata meta = {{"step", std::to_string(data.step)}};
-  write_safetensors(dir / "model.safetensors", data.model, meta);
-  write_safetensors(dir / "optimizer.safetensors", data.optimizer, meta);
+  write_safetensors(dir / "model.safetensors", data.model, tensor_metadata(data.model, data.step));
+  write_safetensors(dir / "optimizer.safetensors", data.optimizer,
+                    tensor_metadata(data.optimizer, data.step));
   write_file_durable(dir / "config.resolved.toml", data.resolved_config);
   write_file_durable(dir / "state.json", state_text);
   fsync_directory(dir);
-}
-
-// The entry names of `dir` (without "." and "..").
-std::vector<std::string> list_dir(const fs::path& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) fail("cannot list '{}': {}", dir.string(), std::strerror(errno));
-  errno = 0;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) fail("cannot list '{}': {}", dir.string(), std::strerror(err));
-  return names;
 }
 
 // Best effort, for unwinding after an error: the original error is the one worth reporting.
@@ -114,33 +99,43 @@ void remove_quietly(const fs::path& path) {
   fs::remove_all(path, ignored);
 }
 
-// Removes leftovers of interrupted saves (.tmp-*, .trash-*, latest.tmp), except the directory
-// `latest` points to (a save that replaces the current step points it at a .tmp-* directory for
-// a moment).
-void remove_leftovers(const fs::path& root, const std::optional<std::string>& latest) {
-  for (const std::string& name : list_dir(root)) {
-    if (latest && name == *latest) continue;
-    if (starts_with(name, kTmpPrefix) || starts_with(name, kTrashPrefix) || name == "latest.tmp")
-      remove_tree(root / name);
-  }
+void check_save_inputs(const CheckpointData& data, int64_t keep) {
+  if (data.step < 0) fail("save_checkpoint: step is {} but expected >= 0", data.step);
+  if (data.data_cursor < 0)
+    fail("save_checkpoint: data_cursor is {} but expected >= 0", data.data_cursor);
+  if (keep < 0) fail("save_checkpoint: keep is {} but expected >= 0 (0 keeps all)", keep);
+  if (!data.extra.is_object())
+    fail("save_checkpoint: extra state is {} but expected a JSON object", data.extra.type_name());
+  check_rng_states(data.rng_states, "save_checkpoint");
+  check_finite(data.model, "save_checkpoint", "model");
+  check_finite(data.optimizer, "save_checkpoint", "optimizer state");
 }
 
-void apply_retention(const fs::path& root, int64_t step, int64_t keep, const std::string& latest) {
-  std::vector<std::pair<int64_t, fs::path>> steps;
-  for (const std::string& name : list_dir(root)) {
-    const int64_t s = parse_step_name(name);
-    if (s < 0 || name == latest) continue;
-    if (s > step)
-      remove_tree(root / name);  // abandoned by a crash before `latest` moved
-    else
-      steps.emplace_back(s, root / name);
+// Moves the finished temporary directory `tmp_name` to `name` and points `latest` at it.
+void install_checkpoint(const fs::path& root, const std::string& name, const std::string& tmp_name,
+                        const std::optional<std::string>& old_latest, const CheckpointData& data,
+                        const std::string& state_text) {
+  const fs::path final_dir = root / name, latest_link = root / "latest";
+  const std::string trash = fmt::format("{}{}-{}", kTrashPrefix, name, ::getpid());
+  struct stat st {};
+  if (::lstat(final_dir.c_str(), &st) != 0) {
+    rename_path(root / tmp_name, final_dir);
+  } else if (old_latest != name) {
+    move_checkpoint_away(root, name, trash, true);
+    rename_path(root / tmp_name, final_dir);
+  } else {
+    // Replacing the directory `latest` points to: point `latest` at the complete temporary
+    // copy first, so it never dangles, then move the old one away and write the final
+    // directory afresh (a directory cannot be renamed onto a non-empty one).
+    replace_symlink(latest_link, tmp_name);
+    move_checkpoint_away(root, name, trash, true);
+    const fs::path tmp2 = root / (tmp_name + "b");
+    write_checkpoint_files(tmp2, data, state_text);
+    rename_path(tmp2, final_dir);
   }
-  if (keep == 0) return;
-  std::sort(steps.begin(), steps.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  // `latest` itself is one of the kept.
-  for (size_t i = static_cast<size_t>(keep) - 1; i < steps.size(); ++i)
-    remove_tree(steps[i].second);
+  fsync_directory(root);
+  replace_symlink(latest_link, name);
+  remove_tree(root / trash);
 }
 
 int64_t get_int(const json& state, const char* key, const std::string& where) {
@@ -160,17 +155,131 @@ const json& get_object(const json& state, const char* key, const std::string& wh
   return v;
 }
 
-void check_step_metadata(const SafetensorsFile& file, int64_t step, const fs::path& path) {
-  auto it = file.metadata.find("step");
-  if (it != file.metadata.end() && it->second != std::to_string(step))
+std::string get_string(const json& state, const char* key, const std::string& where) {
+  if (!state.contains(key) || !state[key].is_string())
+    fail("{}: '{}' is missing or not a string", where, key);
+  return state[key].get<std::string>();
+}
+
+// The checksum `stored` of `what` (in `where`) must equal `computed`.
+void check_checksum(const std::string& where, const std::string& what, const std::string& stored,
+                    const std::string& computed) {
+  if (!is_checksum_text(stored))
+    fail("{}: the checksum of {} is '{}', not 16 hex digits", where, what, stored.substr(0, 40));
+  if (stored != computed)
+    fail("{}: {} fails its checksum ({} {} stored, {} computed): the file was changed or damaged",
+         where, what, kChecksumAlgorithm, stored, computed);
+}
+
+void check_version(const json& state, const std::string& where) {
+  const int64_t version = get_int(state, "format_version", where);
+  if (version > kCheckpointFormatVersion)
+    fail(
+        "{}: format_version is {}, but this headlab reads only {}: the checkpoint was written "
+        "by a newer headlab",
+        where, version, kCheckpointFormatVersion);
+  if (version < 1) fail("{}: format_version is {} but expected >= 1", where, version);
+  if (version < kCheckpointFormatVersion)
+    fail(
+        "{}: format_version is {}, written by an older headlab without checksums; this headlab "
+        "reads only {}: train the run again",
+        where, version, kCheckpointFormatVersion);
+}
+
+// Reads and verifies the tensor file `path` of a checkpoint at `step`.
+StateDict read_tensor_file(const fs::path& path, int64_t step, const char* what) {
+  SafetensorsFile file = read_safetensors(path);
+  const std::string where = path.string();
+  const auto meta = [&](const std::string& key) -> const std::string* {
+    auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? nullptr : &it->second;
+  };
+  const std::string* step_text = meta("step");
+  if (!step_text || *step_text != std::to_string(step))
     fail("{}: metadata step is '{}' but state.json says {} (files from different checkpoints?)",
-         path.string(), it->second.substr(0, 100), step);
+         where, step_text ? step_text->substr(0, 100) : "(none)", step);
+  const std::string* algorithm = meta("checksum");
+  if (!algorithm || *algorithm != kChecksumAlgorithm)
+    fail("{}: metadata checksum is '{}' but expected '{}'", where,
+         algorithm ? algorithm->substr(0, 100) : "(none)", kChecksumAlgorithm);
+  size_t checksums = 0;
+  for (const auto& [key, value] : file.metadata) checksums += key.rfind(kChecksumKey, 0) == 0;
+  if (checksums != file.tensors.size())
+    fail("{}: metadata has {} tensor checksums but the file holds {} tensors", where, checksums,
+         file.tensors.size());
+  for (const NamedTensor& t : file.tensors) {
+    const std::string* stored = meta(kChecksumKey + t.name);
+    if (!stored) fail("{}: tensor '{}' has no checksum in the metadata", where, t.name);
+    check_checksum(
+        where, fmt::format("tensor '{}'", t.name), *stored,
+        checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float)));
+  }
+  check_finite(file.tensors, where, what);
+  return std::move(file.tensors);
+}
+
+void read_state_fields(const json& state, const std::string& where, CheckpointData& out) {
+  out.step = get_int(state, "step", where);
+  if (out.step < 0) fail("{}: step is {} but expected >= 0", where, out.step);
+  out.data_cursor = get_int(state, "data_cursor", where);
+  if (out.data_cursor < 0) fail("{}: data_cursor is {} but expected >= 0", where, out.data_cursor);
+  out.config_hash = get_string(state, "config_hash", where);
+  out.run_id = get_string(state, "run_id", where);
+  for (const auto& [name, value] : get_object(state, "rng", where).items()) {
+    if (!value.is_string())
+      fail("{}: rng '{}' is {} but expected a string", where, name, value.type_name());
+    out.rng_states[name] = value.get<std::string>();
+  }
+  check_rng_states(out.rng_states, where);
+  out.versions = get_object(state, "versions", where);
+  out.extra = get_object(state, "extra", where);
+}
+
+// Reads the files of `dir`, which the caller holds locked.
+CheckpointData read_checkpoint_files(const fs::path& dir) {
+  struct stat st {};
+  for (const char* file : kFiles)
+    if (::lstat((dir / file).c_str(), &st) != 0)
+      fail("checkpoint '{}' is missing {}", dir.string(), file);
+  const fs::path state_path = dir / "state.json";
+  const std::string where = state_path.string();
+  const json state = read_json_file(state_path, kMaxTextBytes);
+  check_version(state, where);
+  check_checksum(where, "state.json", get_string(state, "checksum", where), state_checksum(state));
+  CheckpointData out;
+  out.dir = dir;
+  read_state_fields(state, where, out);
+  const std::string dir_name = dir.filename().string();
+  const int64_t named_step = parse_checkpoint_name(dir_name);
+  if (named_step >= 0 && named_step != out.step)
+    fail("{}: step is {} but the directory is named '{}'", where, out.step, dir_name);
+  out.model = read_tensor_file(dir / "model.safetensors", out.step, "model");
+  out.optimizer = read_tensor_file(dir / "optimizer.safetensors", out.step, "optimizer state");
+  const fs::path config_path = dir / "config.resolved.toml";
+  out.resolved_config = read_file(config_path, kMaxTextBytes);
+  const json& files = get_object(state, "files", where);
+  if (!files.contains("config.resolved.toml") || !files["config.resolved.toml"].is_string())
+    fail("{}: 'files' has no checksum of config.resolved.toml", where);
+  check_checksum(config_path.string(), "config.resolved.toml",
+                 files["config.resolved.toml"].get<std::string>(),
+                 checksum_hex(out.resolved_config));
+  return out;
 }
 
 }  // namespace
 
 std::string checkpoint_dir_name(int64_t step) {
   return fmt::format("step-{:06d}", step);
+}
+
+int64_t parse_checkpoint_name(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return -1;
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
 }
 
 json library_versions() {
@@ -184,14 +293,14 @@ json library_versions() {
   return v;
 }
 
+std::string state_checksum(const json& state) {
+  json rest = state;
+  if (rest.is_object()) rest.erase("checksum");
+  return checksum_hex(rest.dump());
+}
+
 fs::path save_checkpoint(const fs::path& run_dir, const CheckpointData& data, int64_t keep) {
-  if (data.step < 0) fail("save_checkpoint: step is {} but expected >= 0", data.step);
-  if (data.data_cursor < 0)
-    fail("save_checkpoint: data_cursor is {} but expected >= 0", data.data_cursor);
-  if (keep < 0) fail("save_checkpoint: keep is {} but expected >= 0 (0 keeps all)", keep);
-  if (!data.extra.is_object())
-    fail("save_checkpoint: extra state is {} but expected a JSON object", data.extra.type_name());
-  check_rng_states(data.rng_states, "save_checkpoint");
+  check_save_inputs(data, keep);
   std::string state_text;
   try {
     state_text = make_state_json(data).dump(2) + "\n";
@@ -206,30 +315,11 @@ fs::path save_checkpoint(const fs::path& run_dir, const CheckpointData& data, in
   remove_leftovers(root, old_latest);
 
   const std::string name = checkpoint_dir_name(data.step);
-  const fs::path final_dir = root / name;
   const std::string tmp_name = fmt::format("{}{}-{}", kTmpPrefix, name, ::getpid());
   const fs::path tmp = root / tmp_name;
-  const fs::path trash = root / fmt::format("{}{}-{}", kTrashPrefix, name, ::getpid());
   try {
     write_checkpoint_files(tmp, data, state_text);
-    struct stat st {};
-    if (::lstat(final_dir.c_str(), &st) != 0) {
-      rename_path(tmp, final_dir);
-    } else if (old_latest != name) {
-      rename_path(final_dir, trash);
-      rename_path(tmp, final_dir);
-    } else {
-      // Replacing the directory `latest` points to: point `latest` at the complete temporary
-      // copy first, so it never dangles, then move the old one away and write the final
-      // directory afresh (a directory cannot be renamed onto a non-empty one).
-      replace_symlink(latest_link, tmp_name);
-      rename_path(final_dir, trash);
-      const fs::path tmp2 = root / (tmp_name + "b");
-      write_checkpoint_files(tmp2, data, state_text);
-      rename_path(tmp2, final_dir);
-    }
-    fsync_directory(root);
-    replace_symlink(latest_link, name);
+    install_checkpoint(root, name, tmp_name, old_latest, data, state_text);
   } catch (...) {
     // Never remove what `latest` points to now.
     const std::optional<std::string> now = read_link(latest_link);
@@ -238,9 +328,8 @@ fs::path save_checkpoint(const fs::path& run_dir, const CheckpointData& data, in
     throw;
   }
   remove_tree(tmp);
-  remove_tree(trash);
   apply_retention(root, data.step, keep, name);
-  return final_dir;
+  return root / name;
 }
 
 std::optional<fs::path> latest_checkpoint(const fs::path& run_dir) {
@@ -248,7 +337,7 @@ std::optional<fs::path> latest_checkpoint(const fs::path& run_dir) {
   const fs::path link = root / "latest";
   struct stat st {};
   if (::lstat(link.c_str(), &st) != 0) {
-    if (errno == ENOENT) return std::nullopt;
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     fail("cannot read '{}': {}", link.string(), std::strerror(errno));
   }
   if (!S_ISLNK(st.st_mode))
@@ -269,63 +358,32 @@ std::optional<fs::path> latest_checkpoint(const fs::path& run_dir) {
 }
 
 CheckpointData load_checkpoint(const fs::path& run_dir) {
-  const std::optional<fs::path> dir = latest_checkpoint(run_dir);
-  if (!dir)
-    fail("no checkpoint in '{}': '{}' does not exist", run_dir.string(),
-         (run_dir / "checkpoints" / "latest").string());
-  return load_checkpoint_dir(*dir);
+  // Retention may remove the directory `latest` named a moment ago; `latest` then names a newer
+  // one. A handful of tries is plenty: each save moves `latest` once.
+  for (int attempt = 0;; ++attempt) {
+    const std::optional<fs::path> dir = latest_checkpoint(run_dir);
+    if (!dir)
+      fail("no checkpoint in '{}': '{}' does not exist", run_dir.string(),
+           (run_dir / "checkpoints" / "latest").string());
+    ReaderLock lock(*dir);
+    if (!lock.removed()) return read_checkpoint_files(*dir);
+    if (attempt == 8)
+      fail(
+          "checkpoint '{}' was removed while it was read, {} times: is something deleting "
+          "checkpoints?",
+          dir->string(), attempt + 1);
+  }
 }
 
 CheckpointData load_checkpoint_dir(const fs::path& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail("checkpoint '{}' is not a directory", dir.string());
-  for (const char* file : kFiles)
-    if (::lstat((dir / file).c_str(), &st) != 0)
-      fail("checkpoint '{}' is missing {}", dir.string(), file);
-
-  const fs::path state_path = dir / "state.json";
-  const std::string where = state_path.string();
-  const json state = read_json_file(state_path, kMaxTextBytes);
-  const int64_t version = get_int(state, "format_version", where);
-  if (version > kCheckpointFormatVersion)
-    fail(
-        "{}: format_version is {}, but this headlab reads up to {}: the checkpoint was written "
-        "by a newer headlab",
-        where, version, kCheckpointFormatVersion);
-  if (version < 1) fail("{}: format_version is {} but expected >= 1", where, version);
-
-  CheckpointData out;
-  out.dir = dir;
-  out.step = get_int(state, "step", where);
-  if (out.step < 0) fail("{}: step is {} but expected >= 0", where, out.step);
-  out.data_cursor = get_int(state, "data_cursor", where);
-  if (out.data_cursor < 0) fail("{}: data_cursor is {} but expected >= 0", where, out.data_cursor);
-  if (!state.contains("config_hash") || !state["config_hash"].is_string())
-    fail("{}: 'config_hash' is missing or not a string", where);
-  out.config_hash = state["config_hash"].get<std::string>();
-  for (const auto& [name, value] : get_object(state, "rng", where).items()) {
-    if (!value.is_string())
-      fail("{}: rng '{}' is {} but expected a string", where, name, value.type_name());
-    out.rng_states[name] = value.get<std::string>();
-  }
-  check_rng_states(out.rng_states, where);
-  out.versions = get_object(state, "versions", where);
-  out.extra = get_object(state, "extra", where);
-
-  const std::string dir_name = dir.filename().string();
-  const int64_t named_step = parse_step_name(dir_name);
-  if (named_step >= 0 && named_step != out.step)
-    fail("{}: step is {} but the directory is named '{}'", where, out.step, dir_name);
-
-  SafetensorsFile model = read_safetensors(dir / "model.safetensors");
-  check_step_metadata(model, out.step, dir / "model.safetensors");
-  out.model = std::move(model.tensors);
-  SafetensorsFile optimizer = read_safetensors(dir / "optimizer.safetensors");
-  check_step_metadata(optimizer, out.step, dir / "optimizer.safetensors");
-  out.optimizer = std::move(optimizer.tensors);
-  out.resolved_config = read_file(dir / "config.resolved.toml", kMaxTextBytes);
-  return out;
+  ReaderLock lock(dir);
+  if (lock.removed())
+    fail("checkpoint '{}' was removed (train.keep_checkpoints) while it was being read",
+         dir.string());
+  return read_checkpoint_files(dir);
 }
 
 }  // namespace headlab

@@ -1,28 +1,47 @@
 #pragma once
 // Checkpoints: one directory per saved step under <run_dir>/checkpoints/.
 //
-//   checkpoints/step-000400/model.safetensors      model.state_dict(), metadata {"step": "400"}
-//                          /optimizer.safetensors  optimizer.state_dict(), metadata {"step": ..}
+//   checkpoints/step-000400/model.safetensors      model.state_dict()
+//                          /optimizer.safetensors  optimizer.state_dict()
 //                          /state.json             see below
 //                          /config.resolved.toml   the resolved config, verbatim
 //   checkpoints/latest -> step-000400              relative symbolic link, replaced last
 //
-// state.json: {"format_version": 1, "step": 400, "config_hash": "...", "data_cursor": 400,
-//              "rng": {"dropout": "xoshiro256**:..."}, "versions": {...}, "extra": {...}}
+// Format version 2 (kCheckpointFormatVersion). Integrity: every tensor carries an XXH3-64
+// checksum (train/io/checksum.h) in its file's __metadata__, next to the step:
+//   {"step": "400", "checksum": "xxh3_64", "xxh3_64:encoder.layers.0.attn.w_q.weight": "<hex>",
+//    ...}
+// (Python's safetensors reads these files unchanged; the metadata is plain strings.) state.json:
+//   {"format_version": 2, "step": 400, "data_cursor": 400, "config_hash": "...", "run_id": "...",
+//    "rng": {"dropout": "xoshiro256**:..."}, "versions": {...}, "extra": {...},
+//    "files": {"config.resolved.toml": "<xxh3 of the file>"}, "checksum": "<xxh3>"}
+// where "checksum" is the XXH3-64 of the document without it, as compact JSON (state_checksum).
+// Every load verifies all of it: a mismatch, a missing checksum or a non-finite value (NaN,
+// Inf) in any tensor is refused, naming the file and the tensor. A non-finite tensor is never
+// written either. Version 1 (no checksums) is refused with a message saying so; version 2
+// checkpoints cannot be migrated from it without trusting unchecked bytes.
 //
 // Saving is crash safe: the files are written into checkpoints/.tmp-step-000400-<pid>/, each
 // fsynced, the directory fsynced and renamed to step-000400, then `latest` is replaced
 // atomically (symlink latest.tmp, rename over latest) and checkpoints/ fsynced. A crash at any
 // moment leaves `latest` pointing at a complete checkpoint (or absent, before the first save).
-// Leftover .tmp-*/.trash-* directories are ignored by readers and removed by the next save.
-// If the save fails (unwritable directory, full disk, ...) the temporary directory is removed,
-// the previous checkpoints and `latest` are untouched, and headlab::Error names the path and the
-// system's reason.
+// Leftovers of a crashed save (exactly headlab's names: .tmp-step-N-<pid>[b], .trash-step-N-<pid>
+// of a process that is gone, the link latest.tmp) are ignored by readers and removed by the next
+// save; nothing else is ever removed. If the save fails (unwritable directory, full disk, ...)
+// the temporary directory is removed, the previous checkpoints and `latest` are untouched, and
+// headlab::Error names the path and the system's reason.
 //
-// Retention: after `latest` is replaced, the newest `keep` step directories with a step <= the
-// saved step are kept; older ones, and step directories newer than the saved step (left by a
-// crashed run between renaming its directory and replacing `latest`; a resumed run regenerates
-// them), are removed. The directory `latest` points to is never removed.
+// Retention: after `latest` is replaced, the newest `keep` checkpoints with a step <= the saved
+// step are kept; older ones, and checkpoints newer than the saved step (left by a crashed run
+// between renaming its directory and replacing `latest`; a resumed run regenerates them), are
+// removed. Only complete headlab checkpoints count and are removed: a step-<digits> directory
+// holding exactly the four files above. The directory `latest` points to is never removed.
+//
+// Readers and retention: a reader holds a shared lock (flock) on the checkpoint directory while
+// it reads; retention takes the exclusive lock without waiting and keeps a directory that a
+// reader holds (the next save removes it). So `headlab eval` of a live run reads a complete
+// checkpoint, and load_checkpoint(run_dir) retries with the new `latest` when the one it
+// resolved was removed before it could lock it.
 //
 // Usage (trainer):
 //   CheckpointData c;
@@ -31,9 +50,8 @@
 //   c.resolved_config = to_toml(config); c.config_hash = config_hash(config);
 //   save_checkpoint(run_dir, c, config.train.keep_checkpoints);
 // Resume:
-//   if (!latest_checkpoint(run_dir)) fail("--resume: no checkpoint in '{}'", run_dir.string());
-//   CheckpointData c = load_checkpoint(run_dir);
-//   ... compare parse_config(c.resolved_config, ...) with the current config (shapes) ...
+//   CheckpointData c = load_checkpoint(run_dir);   // or load_checkpoint_dir(chosen directory)
+//   ... compare parse_config(c.resolved_config, ...) with the current config ...
 //   model.load_state_dict(c.model);          // names and shapes: reported by Module
 //   optimizer.load_state_dict(c.optimizer);
 //   dropout_rng.set_state(Rng::parse_state(c.rng_states.at("dropout")));
@@ -50,8 +68,8 @@
 
 namespace headlab {
 
-// The format this headlab writes, and the newest it reads.
-inline constexpr int64_t kCheckpointFormatVersion = 1;
+// The format this headlab writes, and the only one it reads.
+inline constexpr int64_t kCheckpointFormatVersion = 2;
 
 struct CheckpointData {
   int64_t step = 0;
@@ -66,6 +84,8 @@ struct CheckpointData {
   nlohmann::json extra = nlohmann::json::object();
   std::string resolved_config;  // the TOML text, stored verbatim
   std::string config_hash;
+  // The id of the run directory that wrote it (train/run/run_dir.h), "" outside a run directory.
+  std::string run_id;
   // On load: the versions stored in state.json, and the directory read. Ignored on save
   // (save stores library_versions()).
   nlohmann::json versions = nlohmann::json::object();
@@ -74,16 +94,18 @@ struct CheckpointData {
 
 // "step-000400" (at least six digits).
 std::string checkpoint_dir_name(int64_t step);
+// The step of a "step-<digits>" name, or -1.
+int64_t parse_checkpoint_name(const std::string& name);
 
 // headlab, oneDNN, OpenBLAS and nlohmann_json versions, as strings; also for summary.json.
 nlohmann::json library_versions();
 
 // Saves `data` as checkpoints/step-NNNNNN under run_dir (creating run_dir/checkpoints if
-// needed), points `latest` at it and applies retention. keep >= 1 keeps that many step
-// directories; keep == 0 keeps all. Saving a step that already exists replaces it (crash safe
-// too). Returns the new directory. Throws headlab::Error: step or data_cursor < 0, keep < 0, a
-// malformed RNG state, extra not a JSON object, any tensor-file problem (see safetensors.h), or
-// an I/O failure.
+// needed), points `latest` at it and applies retention. keep >= 1 keeps that many checkpoints;
+// keep == 0 keeps all. Saving a step that already exists replaces it (crash safe too). Returns
+// the new directory. Throws headlab::Error: step or data_cursor < 0, keep < 0, a malformed RNG
+// state, extra not a JSON object, a non-finite tensor value ("tensor 'w' of the model holds NaN
+// at element 3"), any tensor-file problem (see safetensors.h), or an I/O failure.
 std::filesystem::path save_checkpoint(const std::filesystem::path& run_dir,
                                       const CheckpointData& data, int64_t keep);
 
@@ -93,17 +115,35 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& run_dir,
 // 'step-000400', which does not exist").
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir);
 
-// Loads the checkpoint `latest` points to. Throws headlab::Error: no checkpoint ("no checkpoint
-// in '<run_dir>': '<run_dir>/checkpoints/latest' does not exist"), and everything
-// load_checkpoint_dir throws.
+// The checkpoint directory that `choice` names for the run in run_dir: "" or "latest" (the
+// latest one), a name "step-NNNNNN" (or "step-400") under run_dir/checkpoints, or a path to a
+// directory that is one of run_dir's checkpoints. Throws headlab::Error when there is none, it
+// does not exist, or the path lies outside run_dir/checkpoints.
+std::filesystem::path find_checkpoint(const std::filesystem::path& run_dir,
+                                      const std::string& choice);
+
+// Loads the checkpoint `latest` points to (retrying when retention removed it before it was
+// locked). Throws headlab::Error: no checkpoint ("no checkpoint in '<run_dir>':
+// '<run_dir>/checkpoints/latest' does not exist"), and everything load_checkpoint_dir throws.
 CheckpointData load_checkpoint(const std::filesystem::path& run_dir);
 
-// Loads one checkpoint directory, read-only. Throws headlab::Error naming the file: a missing
-// file; state.json that is not JSON, lacks a key or has one of the wrong type; a format_version
-// newer than kCheckpointFormatVersion ("state.json has format_version 7, but this headlab reads
-// up to 1: it was written by a newer headlab") or below 1; a step that disagrees with the
-// directory name or with the tensor files' metadata; a malformed RNG state; any safetensors
-// problem. Tensor names and shapes are checked by Module/Optimizer::load_state_dict.
+// Loads and verifies one checkpoint directory, read-only, holding a shared lock on it while it
+// reads. Throws headlab::Error naming the file: a missing file; state.json that is not JSON,
+// lacks a key or has one of the wrong type; a format_version other than 2 ("... reads only 2:
+// written by a newer headlab", "... by an older headlab, without checksums"); a checksum that
+// is missing or does not match (state.json, config.resolved.toml, any tensor: "model.safetensors:
+// tensor 'w' fails its checksum (xxh3_64 ... stored, ... computed): the file is damaged"); a
+// non-finite tensor value; a step that disagrees with the directory name or with the tensor
+// files' metadata; a malformed RNG state; any safetensors problem; the directory removed while
+// it was being read. Tensor names and shapes are checked by Module/Optimizer::load_state_dict.
 CheckpointData load_checkpoint_dir(const std::filesystem::path& dir);
+
+// XXH3-64 of a state.json document without its "checksum" key, as compact JSON.
+std::string state_checksum(const nlohmann::json& state);
+
+// The first entry of <run_dir>/checkpoints that headlab did not write (anything but complete
+// checkpoints, `latest`, and the leftovers of its own saves), or "" when all are headlab's
+// (or there is no checkpoints/).
+std::string foreign_checkpoint_entry(const std::filesystem::path& run_dir);
 
 }  // namespace headlab

@@ -117,6 +117,9 @@ json summary_to_json(const TrainResult& r, const Config& c, int64_t parameters) 
   s["threads"] = num_threads();
   s["backend"] = backend_name(current_backend());
   s["versions"] = library_versions();
+  // How the run was made and what it printed (train/run/run_json.h, the CLI's train.log).
+  s["run_json"] = "run.json";
+  s["train_log"] = "train.log";
   return s;
 }
 

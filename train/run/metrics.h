@@ -10,8 +10,9 @@
 //
 // summary.json (written once at the end): eval_accuracy, eval_loss, eval_component_accuracy,
 // steps, train_seconds, wall_seconds, eval_seconds, steps_per_second, steps_to_95 (null if
-// never), heads, seed, final_loss, parameters, config_hash, the model and runtime settings, and
-// "versions" (library_versions()).
+// never), heads, seed, final_loss, parameters, config_hash, the model and runtime settings,
+// "versions" (library_versions()), and "run_json" / "train_log": the run's provenance and log
+// files.
 
 #include <cstdint>
 #include <filesystem>

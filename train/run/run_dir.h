@@ -1,14 +1,91 @@
 #pragma once
-// The run directory: what may receive a run, and what a run leaves there (the file list is in
-// train/run/trainer.h).
+// Run and sweep directories: headlab's own, with one writer at a time.
+//
+// A directory headlab writes into is one it created, or an empty one it adopted, and it marks it
+// as its own with `.headlab` (JSON: {"headlab": "run" | "sweep", "id": "<16 hex>", "created":
+// "<UTC time>", "version": "..."}). A writer holds an exclusive flock on `.headlab.lock` (which
+// also holds its pid, for the message a second writer gets) for as long as it writes. A
+// directory copied whole (`cp -a`) is still a valid run: both files are copied and the lock is
+// not. Everything else in a run directory is one of run_dir_files() (or a .tmp of one),
+// checkpoints/ (train/run/checkpoint.h) or analysis/; in a sweep directory sweep_dir_files() and
+// the sweep's run directories. Anything else is foreign: headlab never writes, replaces or
+// deletes it, and refuses a non-empty directory that lacks the marker.
+//
+// The CLI claims a directory once, before anything is written, and keeps the claim until it
+// exits (with several processes of one job, only the one that writes claims it):
+//
+//   RunDirClaim claim = claim_run_dir(out, RunDirUse::create);   // or resume / overwrite
+//   Trainer trainer(config, out);  ...
+//
+// Readers (eval, the sweep's collection) take no lock: they check the marker
+// (read_run_marker) and read checkpoints through load_checkpoint, which never fails because a
+// writer runs.
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace headlab {
 
-// Checks that `run_dir` may receive a run: for a new run it must not already hold one
-// (config.resolved.toml, metrics.jsonl, summary.json or checkpoints/); for a resume it must
-// hold a checkpoint. Throws headlab::Error naming the directory and what to do.
-void check_run_dir(const std::filesystem::path& run_dir, bool resume);
+enum class DirKind { run, sweep };
+
+// What a command does with the directory.
+enum class RunDirUse {
+  create,     // a new run or sweep: the directory is missing, empty, or ours and empty
+  write,      // an existing one of ours, written (train --resume, analyze, sweep --resume)
+  overwrite,  // ours replaced by a new one (train --overwrite), or created when missing
+};
+
+// What claim_run_dir would do, decided without changing anything (train --dry-run).
+enum class RunDirPlan { create, adopt_empty, write, overwrite };
+
+// The top-level files a run writes (each may also exist as "<name>.tmp" while it is written).
+// A new file of a run must be added here, or --overwrite refuses to remove it.
+const std::vector<std::string>& run_dir_files();
+// The files of a sweep directory.
+const std::vector<std::string>& sweep_dir_files();
+
+// The marker's id of the headlab directory `dir` of `kind`. Throws headlab::Error when `dir`
+// is not a directory, has no marker ("'x' is not a run directory of headlab (no .headlab)"), or
+// the marker is not a regular file, too large, not JSON or of the other kind.
+std::string read_run_marker(const std::filesystem::path& dir, DirKind kind = DirKind::run);
+// Whether `dir` is a directory with a marker of `kind` (nothing is checked beyond that).
+bool has_run_marker(const std::filesystem::path& dir, DirKind kind = DirKind::run);
+
+// Decides whether `dir` may be used for `use`, changing nothing. Throws headlab::Error naming
+// the directory and what to do: not a directory; not empty and not headlab's (naming one foreign
+// entry); already holding a run or sweep (create: "pass --resume to continue it, --overwrite to
+// replace it, or choose another --out"); not headlab's or of the other kind (write); a foreign
+// entry in a run that would be overwritten.
+RunDirPlan check_run_dir(const std::filesystem::path& dir, RunDirUse use,
+                         DirKind kind = DirKind::run);
+
+// The claim of a directory: its lock, held until destruction.
+class RunDirClaim {
+ public:
+  RunDirClaim() = default;
+  RunDirClaim(std::filesystem::path dir, std::string id, int lock_fd);
+  RunDirClaim(RunDirClaim&& other) noexcept;
+  RunDirClaim& operator=(RunDirClaim&& other) noexcept;
+  ~RunDirClaim();
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const std::string& id() const { return id_; }  // the marker's id
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  friend RunDirClaim claim_run_dir(const std::filesystem::path&, RunDirUse, DirKind);
+  std::filesystem::path dir_;
+  std::string id_;
+  int fd_ = -1;
+};
+
+// check_run_dir, then: creates the directory if needed, takes the lock (a second writer gets
+// "'x' is in use by pid N (a headlab process writing it): wait for it or stop it"), checks
+// again under the lock, and for create or overwrite removes the old run's files (overwrite
+// only) and writes a fresh marker. Throws headlab::Error; on an error nothing foreign is
+// touched.
+RunDirClaim claim_run_dir(const std::filesystem::path& dir, RunDirUse use,
+                          DirKind kind = DirKind::run);
 
 }  // namespace headlab

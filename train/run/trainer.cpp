@@ -16,6 +16,7 @@
 #include "train/io/files.h"
 #include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
+#include "train/run/run_dir.h"
 #include "train/run/timeline.h"
 #include "train/tasks/registry.h"
 
@@ -61,14 +62,6 @@ struct Tally {
   }
   double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
 };
-
-// The batch's attention weights (out.weights, one [B, h, T, T] per layer) against its gold
-// partners, on the tokens that carry a label (not BOS).
-void add_attention(HeadMetricsAccumulator& heads, const EncoderOutput& out, const Batch& b) {
-  std::vector<Tensor> weights;
-  for (const Var& w : out.weights) weights.push_back(w.value());
-  heads.add(weights, b.partners, labelled_tokens(b));
-}
 
 // Views of the batch's feature arrays, in `spans` (reused: no allocation once sized).
 void feature_spans(const Batch& b, std::vector<std::span<const int32_t>>& spans) {
@@ -121,39 +114,60 @@ int64_t Trainer::parameter_count() const {
   return n;
 }
 
-void Trainer::resume() {
-  if (!latest_checkpoint(run_dir_))
-    fail("--resume: no checkpoint in '{}' ('{}' does not exist)", run_dir_.string(),
-         (run_dir_ / "checkpoints" / "latest").string());
-  CheckpointData c = load_checkpoint(run_dir_);
+const std::string& Trainer::run_id() {
+  if (!run_id_) run_id_ = has_run_marker(run_dir_) ? read_run_marker(run_dir_) : std::string();
+  return *run_id_;
+}
+
+void Trainer::resume(ConfigUse use, const std::filesystem::path& checkpoint) {
+  if (checkpoint.empty() && !latest_checkpoint(run_dir_))
+    fail("no checkpoint in '{}' ('{}' does not exist){}", run_dir_.string(),
+         (run_dir_ / "checkpoints" / "latest").string(),
+         use == ConfigUse::resume ? ": the run stopped before its first checkpoint; start it "
+                                    "again with --overwrite"
+                                  : "");
+  restore(use, checkpoint.empty() ? load_checkpoint(run_dir_) : load_checkpoint_dir(checkpoint));
+}
+
+void Trainer::restore(ConfigUse use, CheckpointData c) {
   const std::string where = c.dir.string();
+  const char* verb = use == ConfigUse::resume ? "resume from" : "evaluate";
+  if (!c.run_id.empty() && !run_id().empty() && c.run_id != run_id())
+    fail(
+        "cannot {} '{}': it was written by run {}, but '{}' is run {} (a checkpoint copied in "
+        "from another run directory?)",
+        verb, where, c.run_id, run_dir_.string(), run_id());
   const Config saved = parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string());
-  const std::vector<std::string> diffs = shape_differences(saved, config_);
+  const std::vector<std::string> diffs = identity_differences(saved, config_, use);
   if (!diffs.empty()) {
     std::string list;
     for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
+    if (use == ConfigUse::resume)
+      fail(
+          "cannot resume from '{}': the config changes what the run computes ({}); restore "
+          "those values, or start a new run (--overwrite, or another --out)",
+          where, list);
     fail(
-        "cannot resume from '{}': the config changes shapes the checkpoint was trained with "
-        "({}); restore those values or start a new run with another --out",
+        "cannot evaluate '{}': the config changes what the run computes ({}); only train.eval_* "
+        "and runtime.* may differ from the run's",
         where, list);
   }
-  if (c.step > config_.train.steps)
+  if (use == ConfigUse::resume && c.step > config_.train.steps)
     fail("cannot resume from '{}': it is at step {} but train.steps is {}", where, c.step,
          config_.train.steps);
   if (c.data_cursor != c.step)
-    fail("cannot resume from '{}': data cursor {} differs from step {}", where, c.data_cursor,
-         c.step);
+    fail("cannot {} '{}': data cursor {} differs from step {}", verb, where, c.data_cursor, c.step);
   auto rng = c.rng_states.find("dropout");
   if (rng == c.rng_states.end())
-    fail("cannot resume from '{}': state.json has no \"dropout\" RNG state", where);
+    fail("cannot {} '{}': state.json has no \"dropout\" RNG state", verb, where);
   try {
     model_->load_state_dict(c.model);
     optimizer_->load_state_dict(c.optimizer);
   } catch (const Error& e) {
-    fail("cannot resume from '{}': {}", where, e.what());
+    fail("cannot {} '{}': {}", verb, where, e.what());
   }
   if (optimizer_->step_count() != c.step)
-    fail("cannot resume from '{}': optimizer.safetensors is at step {} but state.json at {}", where,
+    fail("cannot {} '{}': optimizer.safetensors is at step {} but state.json at {}", verb, where,
          optimizer_->step_count(), c.step);
   model_->dropout_rng().set_state(Rng::parse_state(rng->second));
   step_ = c.step;
@@ -198,10 +212,6 @@ StepMetrics Trainer::train_step() {
   return m;
 }
 
-EvalMetrics Trainer::evaluate() {
-  return evaluate(nullptr);
-}
-
 EvalMetrics Trainer::evaluate(HeadMetricsAccumulator* heads) {
   const TrainConfig& t = config_.train;
   struct TrainModeRestorer {
@@ -218,7 +228,11 @@ EvalMetrics Trainer::evaluate(HeadMetricsAccumulator* heads) {
     feature_spans(batch, spans_);
     EncoderOutput out =
         model_->forward(spans_, batch.batch_size, batch.seq_len, nullptr, heads != nullptr);
-    if (heads) add_attention(*heads, out, batch);
+    if (heads) {  // the weights (one [B, h, T, T] per layer) against the gold partners
+      std::vector<Tensor> weights;
+      for (const Var& w : out.weights) weights.push_back(w.value());
+      heads->add(weights, batch.partners, labelled_tokens(batch));
+    }
     const int64_t before = tally.tokens;
     tally.add(out.logits.value(), batch.labels, *task_, true);
     // cross_entropy is the mean over counted tokens; weight it back by their number.
@@ -236,11 +250,32 @@ EvalMetrics Trainer::evaluate(HeadMetricsAccumulator* heads) {
   return e;
 }
 
+void Trainer::check_finite_state(const StateDict& model, const StateDict& optimizer) const {
+  for (const StateDict* dict : {&model, &optimizer})
+    for (const NamedTensor& t : *dict) {
+      const float* x = t.tensor.data();
+      for (int64_t i = 0; i < t.tensor.numel(); ++i) {
+        if (std::isfinite(x[i])) continue;
+        const std::string kept =
+            last_checkpoint_ >= 0
+                ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint_)
+                : std::string("no checkpoint was written");
+        throw NonFiniteError(
+            step_, fmt::format("training stopped at step {}: the update made {} '{}' {}; {} (try "
+                               "a lower optim.lr or a larger optim.eps)",
+                               step_, dict == &model ? "the parameter" : "the optimizer state",
+                               t.name, std::isnan(x[i]) ? "NaN" : "infinite", kept));
+      }
+    }
+}
+
 void Trainer::save(double elapsed, double train_seconds) {
   CheckpointData c;
   c.step = step_;
   c.model = model_->state_dict();
   c.optimizer = optimizer_->state_dict();
+  check_finite_state(c.model, c.optimizer);
+  c.run_id = run_id();
   c.rng_states["dropout"] = model_->dropout_rng().state_string();
   c.data_cursor = step_;
   c.extra = {{"elapsed_seconds", elapsed}, {"train_seconds", train_seconds}};

@@ -3,8 +3,8 @@
 // exits; the CLI watches it through a TrainObserver).
 //
 // From a validated Config it sets runtime.threads and runtime.backend, builds the task
-// (train/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/). One
-// step s = 1..train.steps is:
+// (train/tasks/task.h), the Encoder (layers/encoder.h), the optimizer and the schedule (optim/).
+// One step s = 1..train.steps is:
 //
 //   batch = task.generate(train.seed, s - 1, batch_size)      the data cursor is s - 1
 //   logits = model(batch) (train mode)                        [B, T, C]
@@ -17,22 +17,26 @@
 // Every log_every steps (and the last) a metrics row, every eval_every steps (and the last) an
 // evaluation (NoGradGuard, eval mode, eval_batches x eval_batch_size sentences from eval_seed,
 // the same sentences every time), every checkpoint_every steps (and the last) a checkpoint
-// (train/checkpoint.h). All state a step depends on (parameters, optimizer moments and step,
+// (train/run/checkpoint.h). All state a step depends on (parameters, optimizer moments and step,
 // the dropout generator, the data cursor) is in the checkpoint, so resume() continues
 // bit-identically on the same machine, backend and thread count.
 //
-// Files in the run directory: config.resolved.toml, metrics.jsonl (train/metrics.h),
+// Files in the run directory: config.resolved.toml, metrics.jsonl (train/run/metrics.h),
 // timeline.jsonl (with train.timeline: head masses at every evaluation, train/run/timeline.h),
-// checkpoints/, and summary.json when run() finishes.
+// checkpoints/ (train/run/checkpoint.h), and summary.json when run() finishes. The trainer
+// does not claim the directory: its caller does, once (claim_run_dir, train/run/run_dir.h);
+// the CLI also writes train.log and run.json (train/run/run_json.h) there.
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/state_dict.h"
 #include "train/config/config.h"
 #include "train/run/metrics.h"
 
@@ -46,6 +50,7 @@ class MetricsWriter;
 class TimelineWriter;
 class HeadMetricsAccumulator;
 struct Batch;
+struct CheckpointData;
 
 // Training stopped on a NaN or Inf loss or gradient norm. Thrown before the update, so the
 // parameters and the last checkpoint are untouched. Derives from Error: catch it first.
@@ -68,7 +73,7 @@ class TrainObserver {
   virtual void on_log(const StepMetrics&) {}
   virtual void on_eval(const EvalMetrics&) {}
   virtual void on_checkpoint(int64_t /*step*/, const std::filesystem::path& /*dir*/) {}
-  // Asked after every step: true stops the run there (Ctrl-C in the CLI). The trainer then
+  // Asked after every step: true stops the run there (SIGINT, SIGTERM, SIGHUP in the CLI). It then
   // saves a checkpoint of that step, so --resume continues exactly, and returns with
   // TrainResult::interrupted set (no final evaluation, no summary.json).
   virtual bool should_stop() { return false; }
@@ -85,10 +90,15 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Loads <run_dir>/checkpoints/latest: model, optimizer state, step, dropout generator and
-  // data cursor. Throws headlab::Error when there is no checkpoint, when its config differs from
-  // this one in a key that changes shapes (listing them), or when its tensors do not fit.
-  void resume();
+  // Loads a checkpoint of the run: <run_dir>/checkpoints/latest, or `checkpoint` (a directory
+  // from find_checkpoint, train/run/checkpoint.h): model, optimizer state, step, dropout
+  // generator and data cursor. Throws headlab::Error when there is no checkpoint, when it is
+  // damaged (checkpoint.h), when it was written by another run directory (its run id), when
+  // this config is another run than the checkpoint's (identity_differences for `use`, listing
+  // every key with both values), or when its tensors do not fit.
+  void resume(ConfigUse use = ConfigUse::resume, const std::filesystem::path& checkpoint = {});
+  // The same from a checkpoint already loaded (load_checkpoint or load_checkpoint_dir).
+  void restore(ConfigUse use, CheckpointData checkpoint);
 
   // Trains from the current step to train.steps, writing the run files (see the top). Returns
   // the final evaluation and timings; also writes summary.json. Stops early, after saving a
@@ -98,7 +108,11 @@ class Trainer {
 
   // One evaluation pass (see the top) at the current parameters; leaves the model in train mode
   // and changes no training state.
-  EvalMetrics evaluate();
+  EvalMetrics evaluate() { return evaluate(nullptr); }
+
+  // One training step as run() takes it (batch, forward, loss, backward, clipping, update)
+  // without metrics rows, evaluations or checkpoints: what `headlab bench --config` times.
+  StepMetrics step_once() { return train_step(); }
 
   const Config& config() const { return config_; }
   const std::filesystem::path& run_dir() const { return run_dir_; }
@@ -123,6 +137,9 @@ class Trainer {
   // The periodic evaluation: evaluate() and, with train.timeline, its timeline.jsonl row.
   EvalMetrics evaluate_and_record();
   void save(double elapsed, double train_seconds);
+  // Throws NonFiniteError when a parameter or optimizer value is NaN or Inf (before a save).
+  void check_finite_state(const StateDict& model, const StateDict& optimizer) const;
+  const std::string& run_id();
 
   Config config_;
   std::filesystem::path run_dir_;
@@ -137,6 +154,7 @@ class Trainer {
   int64_t last_checkpoint_ = -1;  // step of the newest checkpoint on disk, -1 if none
   double resumed_elapsed_ = 0;    // wall and step time of earlier sessions (from checkpoint)
   double resumed_train_seconds_ = 0;
+  std::optional<std::string> run_id_;  // the run directory's marker id, read once
 };
 
 }  // namespace headlab

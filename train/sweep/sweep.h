@@ -11,8 +11,15 @@
 //   write_sweep(spec.out_dir, spec, outcomes);        // sweep.json, sweep.csv, report.html
 //
 // Grid order: the first --over key varies slowest, seeds fastest. Run directories are named
-// from the last dotted component of each key and its value, then the seed:
-// "heads-4_seed-2" under the output directory.
+// from the last dotted component of each key and its value as a value (no TOML quotes), then
+// the seed: "heads-4_seed-2", "activation-gelu_heads-2_seed-1" under the output directory.
+// Characters other than [A-Za-z0-9.,+-] become '_'; a name longer than kMaxRunNameBytes keeps
+// its head and ends in a hash of the whole, and names that would collide get a hash of their
+// values, so every run has its own directory, well under the file system's 255 bytes.
+//
+// The limits, checked before anything trains: --seeds at most kMaxSeeds, at most kMaxRuns runs,
+// train.seed + seeds - 1 within a 64-bit integer, no two runs with the same resolved config (a
+// value given twice, also as "4" and "4.0").
 
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +31,10 @@
 #include <nlohmann/json.hpp>
 
 namespace headlab {
+
+inline constexpr int64_t kMaxSeeds = 10000;
+inline constexpr int64_t kMaxRuns = 10000;
+inline constexpr size_t kMaxRunNameBytes = 100;
 
 struct SweepAxis {
   std::string key;                  // dotted config key, e.g. "model.heads"
@@ -42,19 +53,41 @@ struct SweepSpec {
   std::filesystem::path out_dir;
 };
 
+// What a sweep does with a run (SweepPlan::resume decides it from the run's directory).
+enum class RunState {
+  fresh,      // no directory yet: `headlab train`
+  done,       // finished with this config: collected, not trained again
+  resume,     // has a checkpoint: `headlab train --resume`
+  overwrite,  // a run of headlab without a checkpoint (stopped before its first): --overwrite
+};
+
 struct SweepRun {
   std::vector<std::pair<std::string, std::string>> values;  // key -> value text, grid order
-  int64_t seed = 0;                                         // the run's train.seed
-  int64_t seed_index = 0;                                   // 0 .. seeds-1
-  std::vector<std::string> overrides;  // every --set for this run (sets, grid values, seed)
+  std::vector<std::string> plain_values;  // the same as values: "relu", not "\"relu\""
+  int64_t seed = 0;                       // the run's train.seed
+  int64_t seed_index = 0;                 // 0 .. seeds-1
+  std::vector<std::string> overrides;     // every --set for this run (sets, grid values, seed)
+  std::vector<std::string> origins;       // what each override came from, for messages
   std::filesystem::path dir;
+  RunState state = RunState::fresh;
+};
+
+// What the planned runs' directories are checked for.
+enum class SweepPlan {
+  fresh,    // a new sweep: no run directory may exist yet
+  resume,   // --resume: each run's state from its directory; a run trained with another config
+            // than this grid's is refused
+  collect,  // --report-only: nothing checked
 };
 
 // Every run of the grid x seeds. Loads the base config with each run's overrides, so a bad key
-// or value fails here, before anything trains (headlab::Error with the key and position). Also
-// throws for no --over, seeds < 1, a key given twice, or (with fresh_dirs) a run directory that
-// already holds a run. fresh_dirs = false plans over existing runs (to re-collect a sweep).
-std::vector<SweepRun> plan_sweep(const SweepSpec& spec, bool fresh_dirs = true);
+// or value fails here, before anything trains (headlab::Error with the key and position, named
+// as the user gave it: "--over model.heads=4,5: model.heads = 5 does not divide ..."). Also
+// throws for no --over, seeds outside [1, kMaxSeeds], more than kMaxRuns runs, a key given
+// twice, a value that gives the same run twice, and (fresh) a run directory that exists.
+std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan = SweepPlan::fresh);
+// A value as a value: TOML quotes taken off strings ("'a,b'" -> a,b), arrays as a,b,c.
+std::string plain_value(const std::string& text);
 
 // What one finished run reports, read from its directory.
 struct SweepOutcome {
@@ -79,7 +112,8 @@ SweepOutcome collect_run(const SweepRun& run);
 // booleans, arrays or strings as their TOML text parses.
 nlohmann::json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
 // The CSV with the same columns (one per --over key, then seed, eval_accuracy, steps_to_95,
-// train_seconds, s_match, s_max, n_claimed, d_k, dir, ok); steps_to_95 is empty when never.
+// train_seconds, s_match, s_max, n_claimed, d_k, dir, ok); steps_to_95 is empty when never;
+// values as values (plain_value).
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
 
 // Writes sweep.json, sweep.csv and report.html into out_dir. Throws headlab::Error on I/O

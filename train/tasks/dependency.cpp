@@ -197,15 +197,7 @@ void write_sentence(const Sentence& s, bool joint, int64_t colours,
 void DependencyTask::generate(uint64_t seed, int64_t index, int64_t batch_size, Batch& out) const {
   if (batch_size < 1) fail("dependency task: batch_size is {} but expected >= 1", batch_size);
   if (index < 0) fail("dependency task: batch index is {} but expected >= 0", index);
-  const int64_t n = batch_size * kT;
-  out.batch_size = batch_size;
-  out.seq_len = kT;
-  // resize() keeps the capacity, so a stream of equal-sized batches allocates only once.
-  out.features.resize(features_.size());
-  for (auto& f : out.features) f.resize(static_cast<size_t>(n));
-  out.labels.resize(static_cast<size_t>(n));
-  out.partners.resize(relations_.size());
-  for (auto& p : out.partners) p.resize(static_cast<size_t>(n));
+  out.resize(batch_size, kT, features_.size(), relations_.size());
   Rng rng = Rng::derive(seed, static_cast<uint64_t>(index));
   for (int64_t b = 0; b < batch_size; ++b)
     write_sentence(draw_sentence(rng, static_cast<uint64_t>(colours_)), joint_, colours_,

@@ -106,6 +106,13 @@ TaskRegistrar::TaskRegistrar(std::string name, TaskFactory factory) {
   register_task(std::move(name), std::move(factory));
 }
 
+void unregister_task(std::string_view name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) return;
+  if (it->second.builtin) fail("unregister_task: '{}' is a built-in task", name);
+  registry().erase(it);
+}
+
 bool has_task(std::string_view name) {
   return registry().find(name) != registry().end();
 }

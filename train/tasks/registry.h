@@ -1,9 +1,10 @@
 #pragma once
 // The task registry: config names ([task] name = "dependency") to factories that build the
 // task from the rest of its [task] table, like the layer registry (layers/registry.h). A task
-// defined outside the library (a plugin) registers in one line:
+// defined in a program outside the library registers in one line:
 //     static headlab::TaskRegistrar copy_registrar("copy", make_copy_task);
-// and is then selected by its name in a config.
+// a plugin through its entry point (registry.add_task("copy", make_copy_task), in
+// train/plugins/plugin.h); either way it is then selected by its name in a config.
 //
 // A factory reads its keys through TaskOptions, each with an OptionSpec (layers/option_spec.h)
 // that gives its type, range or choices, whether it changes shapes, and a line of
@@ -77,6 +78,10 @@ void register_task(std::string name, TaskFactory factory);
 struct TaskRegistrar {
   TaskRegistrar(std::string name, TaskFactory factory);
 };
+
+// Removes a task that register_task added (the plugin loader undoes a failed plugin's
+// registrations with it). Throws for a built-in task; an unknown name is a no-op.
+void unregister_task(std::string_view name);
 
 bool has_task(std::string_view name);
 // Every registered name, sorted; and the library's own tasks (those configs/README.md lists).

@@ -4,6 +4,17 @@
 
 namespace headlab {
 
+void Batch::resize(int64_t batch, int64_t length, size_t num_features, size_t relations) {
+  batch_size = batch;
+  seq_len = length;
+  const auto n = static_cast<size_t>(batch * length);
+  features.resize(num_features);
+  for (auto& f : features) f.resize(n);
+  labels.resize(n);
+  partners.resize(relations);
+  for (auto& p : partners) p.resize(n);
+}
+
 bool Task::relation_correct(int32_t predicted, int32_t gold, int /*relation*/) const {
   return predicted == gold;
 }

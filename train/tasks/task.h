@@ -67,6 +67,9 @@ struct Batch {
   std::vector<std::vector<int32_t>> partners;
 
   int64_t tokens() const { return batch_size * seq_len; }
+  // Sets the sizes and resizes every buffer (F features, R relations) to B * T, keeping their
+  // capacity: a stream of equal-sized batches allocates only once. Contents are unspecified.
+  void resize(int64_t batch, int64_t length, size_t features, size_t relations);
 };
 
 class Task {

@@ -1,0 +1,173 @@
+#include "autograd/checks/op_checks.h"
+
+#include "autograd/checks/op_checks_util.h"
+#include "autograd/ops.h"
+
+namespace headlab {
+namespace op_checks {
+
+void linear_algebra(Cases& c) {
+  struct Mm {
+    const char* variant;
+    Shape a, b;
+    bool ta, tb;
+  };
+  for (const Mm& m :
+       {Mm{"plain", {3, 4}, {4, 5}, false, false}, Mm{"trans_a", {4, 3}, {4, 5}, true, false},
+        Mm{"trans_b", {3, 4}, {5, 4}, false, true},
+        Mm{"trans_a trans_b", {4, 3}, {5, 4}, true, true},
+        Mm{"leading dims", {2, 3, 4}, {4, 2}, false, false},
+        Mm{"size-1 dims", {1, 1, 3}, {3, 1}, false, false}})
+    c.add("matmul", m.variant, [m](uint64_t seed) {
+      Rng rng(seed);
+      Var a = leaf(rng, m.a), b = leaf(rng, m.b);
+      return check(seed, [=] { return matmul(a, b, m.ta, m.tb); }, {a, b});
+    });
+  c.add("matmul", "shared input", [](uint64_t seed) {
+    Rng rng(seed);
+    Var a = leaf(rng, {3, 3});
+    return check(seed, [=] { return matmul(a, a, false, true); }, {a});
+  });
+  for (const Mm& m : {Mm{"plain", {2, 3, 4}, {2, 4, 5}, false, false},
+                      Mm{"trans_a", {2, 4, 3}, {2, 4, 5}, true, false},
+                      Mm{"trans_b", {2, 3, 4}, {2, 5, 4}, false, true},
+                      Mm{"trans_a trans_b", {2, 4, 3}, {2, 5, 4}, true, true},
+                      Mm{"4-d size-1 dims", {1, 2, 1, 3}, {1, 2, 3, 2}, false, false}})
+    c.add("batched_matmul", m.variant, [m](uint64_t seed) {
+      Rng rng(seed);
+      Var a = leaf(rng, m.a), b = leaf(rng, m.b);
+      return check(seed, [=] { return batched_matmul(a, b, m.ta, m.tb); }, {a, b});
+    });
+}
+
+void binary(Cases& c) {
+  using Binary = Var (*)(const Var&, const Var&);
+  struct Bin {
+    const char* name;
+    Binary op;
+  };
+  struct Shapes {
+    const char* variant;
+    Shape a, b;
+  };
+  for (const Bin& op : {Bin{"add", &add}, Bin{"sub", &sub}, Bin{"mul", &mul}})
+    for (const Shapes& s :
+         {Shapes{"equal shapes", {2, 3}, {2, 3}}, Shapes{"bias row broadcast", {2, 3, 4}, {4}},
+          Shapes{"positions broadcast", {2, 3, 4}, {3, 4}},
+          Shapes{"size-1 dims", {1, 3, 1}, {3, 1}}})
+      c.add(op.name, s.variant, [op, s](uint64_t seed) {
+        Rng rng(seed);
+        Var a = leaf(rng, s.a), b = leaf(rng, s.b);
+        return check(seed, [=] { return op.op(a, b); }, {a, b});
+      });
+  for (const Bin& op : {Bin{"add", &add}, Bin{"mul", &mul}})
+    c.add(op.name, "same input twice", [op](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, {2, 3});
+      return check(seed, [=] { return op.op(x, x); }, {x});
+    });
+}
+
+void unary(Cases& c) {
+  c.add("scale", "plain", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3});
+    return check(seed, [=] { return scale(x, -1.7f); }, {x});
+  });
+  c.add("relu", "away from the kink", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf_off_zero(rng, {3, 4}, 0.1f);
+    return check(seed, [=] { return relu(x); }, {x});
+  });
+  c.add("gelu", "plain", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {3, 4}, 2.0f);
+    return check(seed, [=] { return gelu(x); }, {x});
+  });
+  c.add("dropout", "training", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {4, 5});
+    return check(seed,
+                 [=] {
+                   Rng mask_rng(seed + 7);  // the same mask on every evaluation
+                   return dropout(x, 0.4f, mask_rng, true);
+                 },
+                 {x});
+  });
+  c.add("dropout", "eval is identity", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3});
+    return check(seed,
+                 [=] {
+                   Rng mask_rng(seed);
+                   return dropout(x, 0.4f, mask_rng, false);
+                 },
+                 {x});
+  });
+}
+
+void shapes(Cases& c) {
+  c.add("sum", "plain", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3});
+    return check(seed, [=] { return sum(x); }, {x});
+  });
+  c.add("mean", "plain", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3, 4});
+    return check(seed, [=] { return mean(x); }, {x});
+  });
+  c.add("reshape", "plain", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 6});
+    return check(seed, [=] { return reshape(x, Shape{3, 1, 4}); }, {x});
+  });
+  for (const Shape& s : {Shape{2, 3, 4}, Shape{3, 1}})
+    c.add("transpose", s[-1] == 1 ? "size-1 dims" : "3-d", [s](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, s);
+      return check(seed, [=] { return transpose(x); }, {x});
+    });
+  c.add("split_heads", "2 heads", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3, 8});
+    return check(seed, [=] { return split_heads(x, 2); }, {x});
+  });
+  c.add("split_heads", "1 head, size-1 dims", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {1, 2, 4});
+    return check(seed, [=] { return split_heads(x, 1); }, {x});
+  });
+  c.add("merge_heads", "2 heads", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 2, 3, 4});
+    return check(seed, [=] { return merge_heads(x); }, {x});
+  });
+  c.add("merge_heads", "size-1 dims", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {1, 1, 2, 3});
+    return check(seed, [=] { return merge_heads(x); }, {x});
+  });
+}
+
+}  // namespace op_checks
+
+std::vector<GradcheckCase> op_gradcheck_cases() {
+  using namespace op_checks;
+  Cases c;
+  for (auto* family : {linear_algebra, binary, unary, shapes, softmaxes, cross_entropy_cases,
+                       layer_norm_cases, indexing, linears, add_layer_norm_cases, attention, math,
+                       reductions, joins, selection})
+    family(c);
+  return c.take();
+}
+
+std::vector<std::string> differentiable_op_names() {
+  return {"matmul", "batched_matmul", "add", "sub", "mul", "scale", "relu", "gelu", "dropout",
+          "sigmoid", "tanh", "exp", "log", "sqrt", "pow", "div", "sum", "mean", "max", "reshape",
+          "transpose", "concat", "slice", "split_heads", "merge_heads", "softmax", "log_softmax",
+          "cross_entropy", "layer_norm", "embedding", "masked_fill", "where", "head_gate",
+          "head_gate_merged", "linear", "linear_cat", "add_layer_norm", "self_attention"};
+}
+
+}  // namespace headlab

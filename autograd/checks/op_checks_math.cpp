@@ -1,0 +1,188 @@
+// The op gradcheck cases of the element-wise math, the reductions over a dimension, concat,
+// slice and where. Inputs stay inside each op's domain and away from its kinks: log, sqrt and
+// non-integer powers see x >= 0.5, denominators |b| >= 0.5, and max sees values whose maximum
+// leads by 0.25 (ties are not differentiable; tests/autograd/test_ops.cpp checks the tie rule).
+
+#include <vector>
+
+#include "autograd/checks/op_checks_util.h"
+#include "autograd/ops.h"
+
+namespace headlab::op_checks {
+namespace {
+
+using Unary = Var (*)(const Var&);
+
+// One case of a unary op on `shape` with inputs drawn by `draw`.
+template <class Draw>
+void add_unary(Cases& c, const char* name, const char* variant, Unary op, Shape shape, Draw draw) {
+  c.add(name, variant, [op, shape, draw](uint64_t seed) {
+    Rng rng(seed);
+    Var x = draw(rng, shape);
+    return check(seed, [=] { return op(x); }, {x});
+  });
+}
+
+Var normal(Rng& rng, const Shape& s) {
+  return leaf(rng, s);
+}
+Var wide(Rng& rng, const Shape& s) {
+  return leaf(rng, s, 6.0f);
+}  // saturates sigmoid
+Var positive(Rng& rng, const Shape& s) {
+  return leaf_positive(rng, s, 0.5f);
+}
+
+void pow_cases(Cases& c) {
+  struct Pow {
+    const char* variant;
+    float p;
+    bool positive;
+  };
+  for (const Pow& p :
+       {Pow{"p = 2, negative inputs too", 2.0f, false},
+        Pow{"p = 3, negative inputs too", 3.0f, false}, Pow{"p = 1", 1.0f, false},
+        Pow{"p = 0 (constant)", 0.0f, false}, Pow{"p = 0.5 on positive inputs", 0.5f, true},
+        Pow{"p = -1.5 on positive inputs", -1.5f, true},
+        Pow{"p = 2.7 on positive inputs", 2.7f, true}})
+    c.add("pow", p.variant, [p](uint64_t seed) {
+      Rng rng(seed);
+      Var x = p.positive ? leaf_positive(rng, {3, 4}, 0.5f) : leaf(rng, {3, 4});
+      return check(seed, [=] { return pow(x, p.p); }, {x});
+    });
+}
+
+void div_cases(Cases& c) {
+  struct Shapes {
+    const char* variant;
+    Shape a, b;
+  };
+  for (const Shapes& s :
+       {Shapes{"equal shapes", {2, 3}, {2, 3}}, Shapes{"bias row broadcast", {2, 3, 4}, {4}},
+        Shapes{"positions broadcast", {2, 3, 4}, {3, 4}}, Shapes{"size-1 dims", {1, 3, 1}, {3, 1}}})
+    c.add("div", s.variant, [s](uint64_t seed) {
+      Rng rng(seed);
+      Var a = leaf(rng, s.a), b = leaf_off_zero(rng, s.b, 0.5f);
+      return check(seed, [=] { return div(a, b); }, {a, b});
+    });
+  c.add("div", "same input twice (x / x = 1)", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf_off_zero(rng, {2, 3}, 0.5f);
+    return check(seed, [=] { return div(x, x); }, {x});
+  });
+}
+
+}  // namespace
+
+void math(Cases& c) {
+  add_unary(c, "sigmoid", "plain", &sigmoid, {3, 4}, normal);
+  add_unary(c, "sigmoid", "saturated (|x| up to ~20)", &sigmoid, {3, 4}, wide);
+  add_unary(c, "sigmoid", "size-1 dims", &sigmoid, {1, 1}, normal);
+  add_unary(c, "tanh", "plain", &tanh, {3, 4}, normal);
+  add_unary(c, "tanh", "saturated", &tanh, {3, 4}, wide);
+  add_unary(c, "tanh", "size-1 dims", &tanh, {1, 1, 1}, normal);
+  add_unary(c, "exp", "plain", &exp, {3, 4}, normal);
+  add_unary(c, "exp", "size-1 dims", &exp, {1}, normal);
+  add_unary(c, "log", "positive inputs", &log, {3, 4}, positive);
+  add_unary(c, "log", "size-1 dims", &log, {1, 1}, positive);
+  add_unary(c, "sqrt", "positive inputs", &sqrt, {3, 4}, positive);
+  add_unary(c, "sqrt", "size-1 dims", &sqrt, {1}, positive);
+  pow_cases(c);
+  div_cases(c);
+}
+
+void reductions(Cases& c) {
+  using Reduce = Var (*)(const Var&, int, bool);
+  struct Red {
+    const char* name;
+    Reduce op;
+  };
+  struct Dim {
+    const char* variant;
+    Shape x;
+    int dim;
+    bool keepdim;
+  };
+  for (const Red& r : {Red{"sum", &sum}, Red{"mean", &mean}, Red{"max", &max}})
+    for (const Dim& d :
+         {Dim{"dim 0, keepdim", {2, 3, 4}, 0, true}, Dim{"dim 1", {2, 3, 4}, 1, false},
+          Dim{"dim -1 (negative), keepdim", {2, 3, 4}, -1, true},
+          Dim{"dim -2 (negative)", {2, 3}, -2, false}, Dim{"a size-1 dim", {3, 1, 2}, 1, false},
+          Dim{"1-d input", {5}, 0, false}})
+      c.add(r.name, d.variant, [r, d](uint64_t seed) {
+        Rng rng(seed);
+        Var x = r.op == &max ? leaf_separated(rng, d.x) : leaf(rng, d.x);
+        return check(seed, [=] { return r.op(x, d.dim, d.keepdim); }, {x});
+      });
+}
+
+void joins(Cases& c) {
+  struct Cat {
+    const char* variant;
+    std::vector<Shape> shapes;
+    int dim;
+  };
+  for (const Cat& k : {Cat{"dim 0", {{2, 3}, {1, 3}}, 0},
+                       Cat{"last dim (-1), three inputs", {{2, 3, 1}, {2, 3, 2}, {2, 3, 4}}, -1},
+                       Cat{"middle dim", {{2, 1, 3}, {2, 2, 3}}, 1}, Cat{"one input", {{2, 3}}, 1},
+                       Cat{"size-1 dims", {{1, 1}, {1, 1}}, 0}})
+    c.add("concat", k.variant, [k](uint64_t seed) {
+      Rng rng(seed);
+      std::vector<Var> xs;
+      for (const Shape& s : k.shapes) xs.push_back(leaf(rng, s));
+      return check(
+          seed, [=] { return concat(xs, k.dim); }, xs);
+    });
+  c.add("concat", "same input twice", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3});
+    return check(seed, [=] { return concat({x, x}, -1); }, {x});
+  });
+  struct Slice {
+    const char* variant;
+    Shape x;
+    int dim;
+    int64_t begin, end;
+  };
+  for (const Slice& s :
+       {Slice{"middle of the last dim", {2, 3, 5}, -1, 1, 4}, Slice{"dim 0", {4, 3}, 0, 1, 3},
+        Slice{"size-1 result", {2, 3, 4}, 1, 2, 3}, Slice{"the whole dim", {2, 3}, 1, 0, 3}})
+    c.add("slice", s.variant, [s](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, s.x);
+      return check(seed, [=] { return slice(x, s.dim, s.begin, s.end); }, {x});
+    });
+  c.add("slice", "two overlapping slices of one input", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 5});
+    return check(seed, [=] { return mul(slice(x, 1, 0, 3), slice(x, 1, 2, 5)); }, {x});
+  });
+}
+
+void selection(Cases& c) {
+  struct Where {
+    const char* variant;
+    Shape x, mask;
+    int pattern;  // 0: every third element, 1: all true, 2: all false
+  };
+  for (const Where& w :
+       {Where{"mixed mask", {3, 4}, {3, 4}, 0}, Where{"all-true mask", {2, 3}, {2, 3}, 1},
+        Where{"all-false mask", {2, 3}, {2, 3}, 2},
+        Where{"broadcast mask [B,1,S]", {2, 3, 4}, {2, 1, 4}, 0}})
+    c.add("where", w.variant, [w](uint64_t seed) {
+      Rng rng(seed);
+      Var a = leaf(rng, w.x), b = leaf(rng, w.x);
+      Tensor mask = Tensor::empty(w.mask);
+      for (int64_t i = 0; i < mask.numel(); ++i)
+        mask[i] = w.pattern == 1 || (w.pattern == 0 && i % 3 == 0) ? 1.0f : 0.0f;
+      return check(seed, [=] { return where(mask, a, b); }, {a, b});
+    });
+  c.add("where", "same input twice", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 3});
+    Tensor mask = Tensor::from({2, 3}, {1, 0, 1, 0, 0, 1});
+    return check(seed, [=] { return where(mask, x, x); }, {x});
+  });
+}
+
+}  // namespace headlab::op_checks

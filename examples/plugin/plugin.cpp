@@ -1,0 +1,18 @@
+// The plugin's one entry point: what it adds to headlab. Loaded by
+//   headlab train plugin.toml --plugin <build>/libheadlab_example_plugin.so
+// it makes "swiglu", "alibi_attention" and "mirror" usable from any config.
+
+#include <headlab/train/plugins/plugin.h>
+
+#include "alibi_attention.h"
+#include "mirror_task.h"
+#include "swiglu.h"
+
+HEADLAB_PLUGIN(registry) {
+  using headlab::LayerKind;
+  registry.add_layer("swiglu", LayerKind::feed_forward, example::make_swiglu,
+                     example::count_swiglu_parameters);
+  registry.add_layer("alibi_attention", LayerKind::attention, example::make_alibi_attention,
+                     example::count_alibi_attention_parameters);
+  registry.add_task("mirror", example::make_mirror_task);
+}

@@ -1,0 +1,182 @@
+// The plugin loader in-process (this binary links libheadlab.so, as the CLI does): each way a
+// plugin is refused leaves nothing registered and the library unloaded; the example plugin's
+// names arrive, loading it again is a no-op, a copy of it is a duplicate; its layers pass
+// gradcheck and alibi_attention equals the per-head formula with its bias.
+
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "autograd/gradcheck.h"
+#include "core/error.h"
+#include "core/kernels/kernels.h"
+#include "core/version.h"
+#include "layers/layer_checks.h"
+#include "layers/multi_head_attention.h"
+#include "layers/registry.h"
+#include "tests/layers/reference.h"
+#include "train/io/sha256.h"
+#include "train/plugins/loader.h"
+#include "train/tasks/registry.h"
+
+using namespace headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path plugin(const std::string& name) {
+  return fs::path(HEADLAB_TEST_PLUGIN_DIR) / ("libheadlab_" + name + ".so");
+}
+
+std::string error_of(const fs::path& path, std::string_view sha = {}) {
+  try {
+    load_plugin(path, sha);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Whether the dynamic loader still has the library mapped.
+bool mapped(const fs::path& path) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+bool loaded(const fs::path& path) {
+  for (const LoadedPlugin& p : loaded_plugins())
+    if (p.path == path) return true;
+  return false;
+}
+
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("headlab-plugins-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothing") {
+  struct Bad {
+    const char* plugin;
+    const char* cause;
+    const char* leftover;  // a name it staged or registered, which must not stay
+  };
+  for (const Bad& b :
+       {Bad{"bad_no_entry", "has no entry point headlab_plugin_entry", ""},
+        Bad{"bad_throws",
+            "registration failed: the plugin failed on purpose; nothing it registered was kept",
+            "test_half_registered"},
+        Bad{"bad_duplicate",
+            "registers layer 'layer_norm', which is already registered (built in); nothing it "
+            "registered was kept",
+            "test_fresh_layer"},
+        Bad{"bad_version",
+            "was built against headlab 0.1.0 (plugin ABI 1), but this is headlab " HEADLAB_VERSION
+            " (plugin ABI 1): rebuild it against this headlab",
+            ""},
+        Bad{"bad_static",
+            "registers layer 'test_static_layer' at load time, outside its entry point",
+            "test_static_layer"}}) {
+    CAPTURE(b.plugin);
+    const fs::path path = plugin(b.plugin);
+    const std::string error = error_of(path);
+    CHECK(error.find("plugin '" + path.string() + "': " + b.cause) == 0);
+    CHECK(error.find('\n') == std::string::npos);
+    if (*b.leftover) CHECK_FALSE(has_layer(b.leftover));
+    CHECK_FALSE(loaded(path));
+    CHECK_FALSE(mapped(path));       // closed again
+    CHECK(error_of(path) == error);  // and refused the same way a second time
+  }
+  Scratch s;
+  std::ofstream(s.dir / "notes.txt") << "not a library\n";
+  CHECK(error_of(s.dir / "notes.txt").find("': cannot be loaded as a shared library: ") !=
+        std::string::npos);
+  CHECK(error_of(s.dir) == "plugin '" + s.dir.string() +
+                               "': is a directory, not a shared "
+                               "library file");
+  CHECK(error_of(s.dir / "gone.so") ==
+        "plugin '" + (s.dir / "gone.so").string() + "': no such file");
+}
+
+TEST_CASE("plugins: the example plugin registers its layers and task once") {
+  const fs::path path = plugin("example_plugin");
+  const LoadedPlugin p = load_plugin(path);
+  CHECK(p.path == path);
+  CHECK(p.sha256 == sha256_file(path));
+  REQUIRE(p.registered.size() == 3);
+  CHECK(p.registered[0].describe() == "layer swiglu (feed_forward)");
+  CHECK(p.registered[1].describe() == "layer alibi_attention (attention)");
+  CHECK(p.registered[2].describe() == "task mirror");
+  CHECK(layer_kind("alibi_attention") == LayerKind::attention);
+  CHECK(has_task("mirror"));
+  // Again, through a symbolic link, or with its digest: a no-op.
+  Scratch s;
+  fs::create_symlink(path, s.dir / "link.so");
+  const size_t count = loaded_plugins().size();
+  load_plugin(path);
+  load_plugin(s.dir / "link.so");
+  load_plugin(path, p.sha256);
+  CHECK(loaded_plugins().size() == count);
+  // A changed digest is refused; a copy elsewhere is another library with the same names.
+  CHECK(error_of(path, std::string(64, '0')).find("has changed since the run recorded it") !=
+        std::string::npos);
+  fs::copy_file(path, s.dir / "copy.so");
+  CHECK(error_of(s.dir / "copy.so") == "plugin '" + (s.dir / "copy.so").string() +
+                                           "': registers layer 'swiglu', which is "
+                                           "already registered (by plugin '" +
+                                           path.string() + "'); nothing it registered was kept");
+}
+
+TEST_CASE("plugins: the example plugin's layers pass gradcheck on every backend") {
+  load_plugin(plugin("example_plugin"));
+  int checked = 0;
+  for (const GradcheckCase& c : registry_gradcheck_cases()) {
+    if (c.name != "swiglu" && c.name != "alibi_attention") continue;
+    for (Backend backend : {Backend::reference, Backend::blas, Backend::onednn}) {
+      set_backend(backend);
+      const GradcheckResult r = c.run(3);
+      CHECK_MESSAGE(r.pass, c.name << " on " << backend_name(backend) << ": " << r.worst);
+      ++checked;
+    }
+  }
+  set_backend(Backend::reference);
+  CHECK(checked == 6);
+  // Learned slopes get their gradient through the bias.
+  Rng rng(5);
+  auto alibi = make_layer("alibi_attention", OptionMap{{"learn_slopes", true}},
+                          OptionMap{{"d_model", 4}, {"heads", 2}}, rng);
+  CHECK(alibi->named_parameters().front().name == "slopes");
+  const GradcheckResult r = gradcheck_sequence_layer(*alibi, 4, 7);
+  CHECK_MESSAGE(r.pass, r.worst);
+}
+
+TEST_CASE("plugins: alibi_attention is attention with -m_i |t - s| added to head i's scores") {
+  load_plugin(plugin("example_plugin"));
+  Rng rng(9);
+  const int64_t h = 2, t = 4;
+  auto layer =
+      make_layer("alibi_attention", OptionMap{}, OptionMap{{"d_model", 8}, {"heads", h}}, rng);
+  auto* mha = dynamic_cast<MultiHeadAttention*>(layer.get());
+  REQUIRE(mha != nullptr);
+  Tensor bias = Tensor::empty({h, t, t});
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t q = 0; q < t; ++q)
+      for (int64_t k = 0; k < t; ++k)
+        bias[(i * t + q) * t + k] = -std::exp2(-8.0f * (i + 1) / h) * std::abs(q - k);
+  const Tensor x = testing::randn({2, t, 8}, rng);
+  mha->set_head_mask(std::vector<float>{1.0f, 0.0f});  // the gate works on it too
+  const AttentionOutput out = mha->forward(Var(x), Var(x), Var(x), nullptr, nullptr, true);
+  const testing::RefAttention ref =
+      testing::ref_attention(*mha, x, x, x, nullptr, nullptr, {1.0, 0.0}, &bias);
+  CHECK(testing::max_abs_diff(out.output.value(), ref.output) < 1e-4);
+  CHECK(testing::max_abs_diff(out.weights.value(), ref.weights) < 1e-5);
+}

@@ -1,0 +1,158 @@
+// Plugins through the CLI: a plugin task and layers are trained, evaluated, analysed and
+// reported (run.json records the plugin, so eval, analyze and --resume need no flag); a missing
+// or changed plugin is exit 2 naming it; runtime.plugins in a config, relative to its folder; a
+// sweep passes its plugins to every run; info lists what a plugin registered.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/reliability/process.h"
+#include "train/io/sha256.h"
+
+using namespace headlab::testing;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kPlugin = fs::path(HEADLAB_TEST_PLUGIN_DIR) / "libheadlab_example_plugin.so";
+const std::string kConfig = (source_dir() / "examples" / "plugin" / "plugin.toml").string();
+// A short run of plugin.toml: a few seconds.
+const std::vector<std::string> kQuick = {"--no-progress",
+                                         "--set",
+                                         "train.steps=40",
+                                         "--set",
+                                         "train.eval_every=20",
+                                         "--set",
+                                         "train.checkpoint_every=20",
+                                         "--set",
+                                         "schedule.warmup_steps=4",
+                                         "--set",
+                                         "train.eval_batches=1"};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+RunResult cli(std::vector<std::string> args, const std::vector<std::string>& more = {}) {
+  args.insert(args.end(), more.begin(), more.end());
+  return run_cli(args);
+}
+
+// Exit 2 with one stderr line containing `part`.
+void check_refused(const RunResult& r, const std::string& part) {
+  INFO(r.describe());
+  CHECK(r.exit_code == 2);
+  const auto lines = r.err_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(part) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("plugins: a plugin's task and layers train, evaluate, analyse and report via the CLI") {
+  TempDir tmp("plugins-cli");
+  const fs::path run = tmp / "run";
+  const RunResult t =
+      cli({"train", kConfig, "--out", run.string(), "--plugin", kPlugin.string()}, kQuick);
+  REQUIRE_MESSAGE(t.exit_code == 0, t.describe());
+  // run.json records the plugin by absolute path and digest.
+  const json info = json::parse(read_text(run / "run.json"));
+  CHECK(info["format_version"] == 1);
+  REQUIRE(info["plugins"].size() == 1);
+  CHECK(info["plugins"][0]["path"] == kPlugin.string());
+  CHECK(info["plugins"][0]["sha256"] == headlab::sha256_file(kPlugin));
+  // The task's own relations reach heads.json and the report.
+  const json heads = json::parse(read_text(run / "heads.json"));
+  CHECK(heads["task"] == "mirror");
+  CHECK(heads["relations"] == json::array({"prev", "mirror"}));
+  const std::string report = read_text(run / "report.html");
+  CHECK(report.find("mirror") != std::string::npos);
+  CHECK(report.find("alibi_attention") != std::string::npos);
+  CHECK(report.find("HEAD") == std::string::npos);  // nothing of the dependency task
+  CHECK(report.find("gold partners of the mirror task's relations") != std::string::npos);
+  // eval, analyze and --resume load the plugin from run.json, without --plugin.
+  const RunResult e = cli({"eval", run.string(), "--json"});
+  REQUIRE_MESSAGE(e.exit_code == 0, e.describe());
+  const json metrics = json::parse(e.out);
+  CHECK(metrics["component_accuracy"].contains("mirror"));
+  const RunResult a = cli({"analyze", run.string()});
+  CHECK_MESSAGE(a.exit_code == 0, a.describe());
+  const RunResult r = cli({"train", kConfig, "--out", run.string(), "--resume", "--no-analysis",
+                           "--no-progress", "--set", "train.steps=60", "--set",
+                           "train.eval_every=20", "--set", "train.checkpoint_every=20", "--set",
+                           "schedule.warmup_steps=4", "--set", "train.eval_batches=1"});
+  CHECK_MESSAGE(r.exit_code == 0, r.describe());
+  CHECK(json::parse(read_text(run / "run.json"))["plugins"].size() == 1);
+}
+
+TEST_CASE("plugins: a run whose plugin went missing or changed is exit 2 naming it") {
+  TempDir tmp("plugins-changed");
+  const fs::path copy = tmp / "libcopy.so", run = tmp / "run";
+  fs::copy_file(kPlugin, copy);
+  const RunResult t =
+      cli({"train", kConfig, "--out", run.string(), "--plugin", copy.string(), "--no-analysis"},
+          kQuick);
+  REQUIRE_MESSAGE(t.exit_code == 0, t.describe());
+  std::ofstream(copy, std::ios::app) << "changed";
+  const std::string name = "plugin '" + copy.string() + "'";
+  check_refused(cli({"eval", run.string()}), name + ": has changed since the run recorded it");
+  check_refused(cli({"analyze", run.string()}), name + ": has changed");
+  check_refused(cli({"train", kConfig, "--out", run.string(), "--resume"}), name + ": has changed");
+  fs::remove(copy);
+  check_refused(cli({"eval", run.string()}),
+                (run / "run.json").string() + ": " + name + ": no such file");
+}
+
+TEST_CASE("plugins: runtime.plugins loads a plugin relative to the config's folder") {
+  TempDir tmp("plugins-config");
+  fs::create_directories(tmp / "cfg" / "lib");
+  fs::copy_file(kPlugin, tmp / "cfg" / "lib" / "libmine.so");
+  std::ofstream(tmp / "cfg" / "run.toml")
+      << read_text(kConfig) << "\n[runtime]\nplugins = [\"lib/libmine.so\"]\n";
+  const fs::path run = tmp / "run";
+  const RunResult t =
+      cli({"train", (tmp / "cfg" / "run.toml").string(), "--out", run.string(), "--no-analysis"},
+          kQuick);
+  REQUIRE_MESSAGE(t.exit_code == 0, t.describe());
+  const json info = json::parse(read_text(run / "run.json"));
+  CHECK(info["plugins"][0]["path"] == (tmp / "cfg" / "lib" / "libmine.so").string());
+  // The resolved config keeps the path absolute, so eval reads it from the checkpoint too.
+  CHECK(read_text(run / "config.resolved.toml").find((tmp / "cfg" / "lib").string()) !=
+        std::string::npos);
+  CHECK(cli({"eval", run.string()}).exit_code == 0);
+}
+
+TEST_CASE("plugins: a sweep passes its plugins to every run") {
+  TempDir tmp("plugins-sweep");
+  const RunResult s = cli({"sweep", kConfig, "--out", (tmp / "sweep").string(), "--over",
+                           "model.heads=1,2", "--plugin", kPlugin.string(), "--no-progress"},
+                          {"--set", "train.steps=20", "--set", "train.eval_every=0", "--set",
+                           "schedule.warmup_steps=2", "--set", "train.eval_batches=1"});
+  REQUIRE_MESSAGE(s.exit_code == 0, s.describe());
+  for (const char* dir : {"heads-1_seed-1", "heads-2_seed-1"}) {
+    CAPTURE(dir);
+    const json info = json::parse(read_text(tmp / "sweep" / dir / "run.json"));
+    CHECK(info["plugins"][0]["path"] == kPlugin.string());
+  }
+}
+
+TEST_CASE("plugins: headlab info lists what each loaded plugin registered") {
+  const RunResult r = cli({"info", "--plugin", kPlugin.string(), "--plugin", kPlugin.string()});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+  CHECK(r.out.find("plugins: 1\n  " + kPlugin.string() + " (sha256 ") != std::string::npos);
+  CHECK(r.out.find("    layer swiglu (feed_forward)\n    layer alibi_attention (attention)\n"
+                   "    task mirror\n") != std::string::npos);
+  CHECK(r.out.find("  attention: alibi_attention, multi_head_attention\n") != std::string::npos);
+  CHECK(r.out.find("tasks: dependency, mirror\n") != std::string::npos);
+}

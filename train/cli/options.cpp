@@ -1,0 +1,111 @@
+#include "train/cli/options.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "layers/option_spec.h"
+
+namespace headlab::cli {
+namespace {
+
+std::vector<std::string>& stored_command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
+
+int64_t parse_int_arg(const std::string& name, const std::string& text, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  const std::string expected =
+      expected_text(OptionSpec::integer(static_cast<double>(lo), static_cast<double>(hi)));
+  if (ec == std::errc::result_out_of_range)
+    fail("{} = {} is out of range: expected {}", name, text.substr(0, 40), expected);
+  if (ec != std::errc() || ptr != end || text.empty())
+    fail("{} = {} is not an integer: expected {}", name, text.substr(0, 40), expected);
+  if (v < lo || v > hi) fail("{} = {} is out of range: expected {}", name, v, expected);
+  return v;
+}
+
+template <class Int>
+CLI::Option* add_checked(CLI::App& cmd, const std::string& name, Int& value, int64_t lo, int64_t hi,
+                         const std::string& doc) {
+  const std::string text = fmt::format("{} (an integer in [{}, {}])", doc, lo, hi);
+  return cmd
+      .add_option_function<std::string>(
+          name,
+          [&value, name, lo, hi](const std::string& arg) {
+            value = static_cast<Int>(parse_int_arg(name, arg, lo, hi));
+          },
+          text)
+      ->type_name("N");
+}
+
+}  // namespace
+
+CLI::Option* add_int_option(CLI::App& cmd, const std::string& name, int64_t& value, int64_t lo,
+                            int64_t hi, const std::string& doc) {
+  return add_checked(cmd, name, value, lo, hi, doc);
+}
+
+CLI::Option* add_int_option(CLI::App& cmd, const std::string& name, int& value, int64_t lo,
+                            int64_t hi, const std::string& doc) {
+  return add_checked(cmd, name, value, std::max<int64_t>(lo, std::numeric_limits<int>::min()),
+                     std::min<int64_t>(hi, std::numeric_limits<int>::max()), doc);
+}
+
+CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const std::string& doc) {
+  return cmd.add_option("--set", sets, doc)
+      ->type_name("KEY=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+std::string exit_codes_text() {
+  return "Exit codes: 0 done; 2 a mistake in the input, a file or the command line (one line "
+         "\"headlab: error: ...\" on stderr), or an output that cannot be written; 3 training "
+         "stopped on a non-finite loss or value (the last checkpoint is kept); 128 + N stopped "
+         "by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP; a checkpoint was written); 1 an "
+         "internal error (a bug: please report it).";
+}
+
+namespace {
+int flush_errno = 0;
+}
+
+void flush_stdout() {
+  errno = 0;
+  if (std::fflush(stdout) != 0 && flush_errno == 0) flush_errno = errno ? errno : EIO;
+}
+
+int stdout_failure() {
+  return flush_errno;
+}
+
+void set_command_line(int argc, char** argv) {
+  stored_command_line().assign(argv, argv + argc);
+}
+
+const std::vector<std::string>& command_line() {
+  return stored_command_line();
+}
+
+std::string shell_command(const std::vector<std::string>& args) {
+  std::string out;
+  for (const std::string& a : args) {
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM"
+                                         "NOPQRSTUVWXYZ0123456789-_./=,:+@%") == std::string::npos;
+    std::string word = "'";
+    for (char c : a) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += (out.empty() ? "" : " ") + (plain ? a : word + "'");
+  }
+  return out;
+}
+
+}  // namespace headlab::cli

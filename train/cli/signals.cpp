@@ -1,0 +1,51 @@
+#include "train/cli/signals.h"
+
+#include <csignal>
+#include <initializer_list>
+
+namespace headlab::cli {
+namespace {
+
+volatile std::sig_atomic_t received = 0;
+
+void on_stop(int signal) {
+  if (received == 0) received = signal;
+}
+
+}  // namespace
+
+void ignore_write_signals() {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;  // a second one of the same signal: the default action
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
+}
+
+int stop_signal() {
+  return received;
+}
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGPIPE:
+      return "SIGPIPE";
+    default:
+      return "a signal";
+  }
+}
+
+}  // namespace headlab::cli

@@ -1,0 +1,208 @@
+#include "train/plugins/loader.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "train/io/sha256.h"
+#include "train/plugins/plugin.h"
+
+namespace headlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::deque<LoadedPlugin>& loaded() {
+  static std::deque<LoadedPlugin> plugins;
+  return plugins;
+}
+
+[[noreturn]] void refuse(const std::string& plugin, const std::string& cause) {
+  fail("plugin '{}': {}", plugin, cause);
+}
+
+constexpr const char* kNothingKept = "; nothing it registered was kept";
+
+// dlopen's handle, closed unless released (a plugin that failed is unloaded again).
+class Library {
+ public:
+  explicit Library(void* handle) : handle_(handle) {}
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library() {
+    if (handle_) dlclose(handle_);
+  }
+  void* get() const { return handle_; }
+  void release() { handle_ = nullptr; }
+
+ private:
+  void* handle_;
+};
+
+// dlerror's message without the path it starts with (the error names the plugin already).
+std::string dl_error(const std::string& path) {
+  const char* e = dlerror();
+  std::string s = e ? e : "unknown error";
+  if (s.starts_with(path + ": ")) s.erase(0, path.size() + 2);
+  return s;
+}
+
+void check_file(const std::string& name, const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) refuse(name, "no such file");
+  if (fs::is_directory(st)) refuse(name, "is a directory, not a shared library file");
+  if (!fs::is_regular_file(st)) refuse(name, "is not a regular file (expected a shared library)");
+}
+
+void check_handshake(const std::string& name, const headlab_plugin_info* info) {
+  if (info == nullptr || info->magic != kHeadlabPluginMagic)
+    refuse(name, "its entry point headlab_plugin_entry does not answer the headlab handshake");
+  const std::string version = info->version ? info->version : "(none)";
+  if (info->abi != HEADLAB_PLUGIN_ABI || version != HEADLAB_VERSION)
+    refuse(name, fmt::format("was built against headlab {} (plugin ABI {}), but this is headlab {} "
+                             "(plugin ABI {}): rebuild it against this headlab",
+                             version, info->abi, HEADLAB_VERSION, HEADLAB_PLUGIN_ABI));
+  const std::string build = info->build ? info->build : "(none)";
+  if (build != HEADLAB_PLUGIN_BUILD)
+    refuse(name, fmt::format("was built with another C++ ABI ({}) than this headlab ({}): rebuild "
+                             "it with the same compiler and standard library",
+                             build, HEADLAB_PLUGIN_BUILD));
+  if (info->register_plugin == nullptr) refuse(name, "its handshake has no registration function");
+}
+
+// Who holds a name already: "built in" or "by plugin '<path>'".
+std::string owner(const std::string& type, const std::string& name) {
+  for (const LoadedPlugin& p : loaded())
+    for (const PluginItem& item : p.registered)
+      if (item.type == type && item.name == name)
+        return fmt::format("by plugin '{}'", p.path.string());
+  return "built in";
+}
+
+void check_names(const std::string& plugin, const PluginRegistry& r) {
+  std::set<std::string> layers, tasks;
+  for (const auto& l : r.layers()) {
+    if (!layers.insert(l.name).second)
+      refuse(plugin, fmt::format("registers layer '{}' twice{}", l.name, kNothingKept));
+    if (has_layer(l.name))
+      refuse(plugin, fmt::format("registers layer '{}', which is already registered ({}){}", l.name,
+                                 owner("layer", l.name), kNothingKept));
+  }
+  for (const auto& t : r.tasks()) {
+    if (!tasks.insert(t.name).second)
+      refuse(plugin, fmt::format("registers task '{}' twice{}", t.name, kNothingKept));
+    if (has_task(t.name))
+      refuse(plugin, fmt::format("registers task '{}', which is already registered ({}){}", t.name,
+                                 owner("task", t.name), kNothingKept));
+  }
+}
+
+// Registers every staged entry, or none: a failure half-way undoes what it did.
+std::vector<PluginItem> commit(const PluginRegistry& r) {
+  std::vector<PluginItem> done;
+  try {
+    for (const auto& l : r.layers()) {
+      register_layer(l.name, l.kind, l.factory, l.count);
+      done.push_back({"layer", l.name, layer_kind_name(l.kind)});
+    }
+    for (const auto& t : r.tasks()) {
+      register_task(t.name, t.factory);
+      done.push_back({"task", t.name, ""});
+    }
+  } catch (...) {
+    for (const PluginItem& item : done)
+      item.type == "layer" ? unregister_layer(item.name) : unregister_task(item.name);
+    throw;
+  }
+  return done;
+}
+
+// Names registered while the library was opened, by static registrars: undone and refused.
+void refuse_static_registrations(const std::string& plugin, const std::vector<std::string>& layers,
+                                 const std::vector<std::string>& tasks) {
+  std::vector<PluginItem> added;
+  for (const std::string& n : registered_layers())
+    if (!std::binary_search(layers.begin(), layers.end(), n)) added.push_back({"layer", n, ""});
+  for (const std::string& n : registered_tasks())
+    if (!std::binary_search(tasks.begin(), tasks.end(), n)) added.push_back({"task", n, ""});
+  if (added.empty()) return;
+  for (const PluginItem& item : added)
+    item.type == "layer" ? unregister_layer(item.name) : unregister_task(item.name);
+  refuse(plugin, fmt::format("registers {} '{}' at load time, outside its entry point (a static "
+                             "registrar): register in HEADLAB_PLUGIN instead{}",
+                             added[0].type, added[0].name, kNothingKept));
+}
+
+// Runs the plugin's registration and commits it; throws with nothing registered otherwise.
+std::vector<PluginItem> register_plugin(const std::string& plugin,
+                                        const headlab_plugin_info& info) {
+  std::string error;
+  PluginRegistry registry;
+  try {
+    info.register_plugin(&registry);
+  } catch (const std::exception& e) {  // copied here: the exception dies before the library
+    error = e.what();
+  } catch (...) {
+    error = "it threw something that is not a std::exception";
+  }
+  if (!error.empty()) refuse(plugin, "registration failed: " + error + kNothingKept);
+  check_names(plugin, registry);
+  return commit(registry);
+}
+
+}  // namespace
+
+std::string PluginItem::describe() const {
+  return kind.empty() ? type + " " + name : fmt::format("{} {} ({})", type, name, kind);
+}
+
+fs::path absolute_plugin_path(const fs::path& path) {
+  fs::path p = fs::absolute(path).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" -> "dir"
+  return p;
+}
+
+LoadedPlugin load_plugin(const fs::path& path, std::string_view expected_sha256) {
+  const fs::path absolute = absolute_plugin_path(path);
+  const std::string name = absolute.string();
+  check_file(name, absolute);
+  const fs::path canonical = fs::canonical(absolute);
+  const std::string sha = sha256_file(absolute);
+  if (!expected_sha256.empty() && sha != expected_sha256)
+    refuse(name, fmt::format("has changed since the run recorded it (sha256 {}... in run.json, "
+                             "{}... now): restore that build of the plugin, or train a new run",
+                             expected_sha256.substr(0, 12), sha.substr(0, 12)));
+  for (const LoadedPlugin& p : loaded())
+    if (p.canonical == canonical) return p;  // the same file twice: a no-op
+
+  const std::vector<std::string> layers_before = registered_layers();
+  const std::vector<std::string> tasks_before = registered_tasks();
+  Library library(dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL));
+  if (!library.get())
+    refuse(name, "cannot be loaded as a shared library: " + dl_error(absolute.string()));
+  refuse_static_registrations(name, layers_before, tasks_before);
+  using Entry = const headlab_plugin_info* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(library.get(), kPluginEntryPoint));
+  if (!entry)
+    refuse(name,
+           "has no entry point headlab_plugin_entry (write one with HEADLAB_PLUGIN, "
+           "train/plugins/plugin.h)");
+  const headlab_plugin_info* info = entry();
+  check_handshake(name, info);
+  LoadedPlugin plugin{absolute, canonical, sha, register_plugin(name, *info)};
+  library.release();
+  loaded().push_back(plugin);
+  return plugin;
+}
+
+std::vector<LoadedPlugin> loaded_plugins() {
+  return {loaded().begin(), loaded().end()};
+}
+
+}  // namespace headlab

@@ -1,0 +1,112 @@
+#pragma once
+// Plugins: shared libraries that add layers and tasks to headlab without changing it. A plugin
+// is built against the installed package (find_package(headlab CONFIG REQUIRED), a shared
+// library linking headlab::headlab) and has one entry point, written with HEADLAB_PLUGIN in one
+// of its .cpp files:
+//
+//   #include <headlab/train/plugins/plugin.h>
+//   HEADLAB_PLUGIN(registry) {
+//     registry.add_layer("swiglu", headlab::LayerKind::feed_forward, make_swiglu, count_swiglu);
+//     registry.add_task("mirror", make_mirror_task);
+//   }
+//
+// `headlab train CONFIG --plugin libmine.so` (or runtime.plugins = ["libmine.so"] in the config)
+// loads it before the config is checked, so its names fill the config's slots and task.name.
+// The run directory records it (run.json), and eval, analyze and train --resume load it again
+// from there. Loading (train/plugins/loader.h) goes:
+//
+//   1. dlopen; dlsym("headlab_plugin_entry"), which returns a headlab_plugin_info;
+//   2. the handshake, read before any C++ type crosses: magic, plugin ABI, the headlab version
+//      the plugin was compiled against (must equal this library's: class layouts come from the
+//      headers, so a plugin is rebuilt for every headlab version) and the C++ ABI of its
+//      compiler and standard library;
+//   3. register_plugin(registry): the function body of HEADLAB_PLUGIN, which only stages its
+//      entries in the PluginRegistry;
+//   4. all-or-nothing: if the body throws, or a name is taken (by the library or another
+//      plugin), nothing is registered and the library is closed again.
+//
+// So register in the entry point only: a static LayerRegistrar in a plugin registers at dlopen
+// time, outside the transaction (the loader refuses such a plugin), and one that throws there
+// cannot be caught.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/version.h"
+#include "layers/registry.h"
+#include "train/tasks/registry.h"
+
+// The plugin interface's version: the handshake and PluginRegistry. Bumped when either changes.
+#define HEADLAB_PLUGIN_ABI 1
+
+// The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
+// string/list ABI (both GCC and clang define these on Linux).
+#define HEADLAB_PLUGIN_STRINGIFY_(x) #x
+#define HEADLAB_PLUGIN_STRINGIFY(x) HEADLAB_PLUGIN_STRINGIFY_(x)
+#define HEADLAB_PLUGIN_BUILD                                                                      \
+  "gxx-abi " HEADLAB_PLUGIN_STRINGIFY(__GXX_ABI_VERSION) ", cxx11-abi " HEADLAB_PLUGIN_STRINGIFY( \
+      _GLIBCXX_USE_CXX11_ABI)
+
+extern "C" {
+// What the entry point returns. Its layout is fixed for good (magic first), so any headlab can
+// read a plugin of any version far enough to refuse it with a clear message.
+struct headlab_plugin_info {
+  uint32_t magic;                           // kHeadlabPluginMagic
+  uint32_t abi;                             // HEADLAB_PLUGIN_ABI
+  const char* version;                      // HEADLAB_VERSION
+  const char* build;                        // HEADLAB_PLUGIN_BUILD
+  void (*register_plugin)(void* registry);  // called with a headlab::PluginRegistry*
+};
+}
+
+namespace headlab {
+
+inline constexpr uint32_t kHeadlabPluginMagic = 0x48'4c'50'47;  // "HLPG"
+inline constexpr const char* kPluginEntryPoint = "headlab_plugin_entry";
+
+// What a plugin's entry point registers; the loader commits it all or nothing. The add_*
+// functions check what they can at once (a name, a factory) and throw headlab::Error otherwise.
+class PluginRegistry {
+ public:
+  struct LayerEntry {
+    std::string name;
+    LayerKind kind = LayerKind::other;
+    LayerFactory factory;
+    LayerParameterCount count;
+  };
+  struct TaskEntry {
+    std::string name;
+    TaskFactory factory;
+  };
+
+  // As register_layer (layers/registry.h) and register_task (train/tasks/registry.h).
+  void add_layer(std::string name, LayerKind kind, LayerFactory factory,
+                 LayerParameterCount count = {});
+  void add_task(std::string name, TaskFactory factory);
+
+  const std::vector<LayerEntry>& layers() const { return layers_; }
+  const std::vector<TaskEntry>& tasks() const { return tasks_; }
+
+ private:
+  std::vector<LayerEntry> layers_;
+  std::vector<TaskEntry> tasks_;
+};
+
+}  // namespace headlab
+
+// Defines the plugin's entry point; the braces that follow are the body of
+// void register(headlab::PluginRegistry& name).
+#define HEADLAB_PLUGIN(name)                                                                     \
+  static void headlab_plugin_register(::headlab::PluginRegistry& name);                          \
+  static void headlab_plugin_register_erased(void* r) {                                          \
+    headlab_plugin_register(*static_cast<::headlab::PluginRegistry*>(r));                        \
+  }                                                                                              \
+  extern "C" __attribute__((visibility("default"))) const headlab_plugin_info*                   \
+  headlab_plugin_entry() {                                                                       \
+    static const headlab_plugin_info info = {::headlab::kHeadlabPluginMagic, HEADLAB_PLUGIN_ABI, \
+                                             HEADLAB_VERSION, HEADLAB_PLUGIN_BUILD,              \
+                                             &headlab_plugin_register_erased};                   \
+    return &info;                                                                                \
+  }                                                                                              \
+  static void headlab_plugin_register(::headlab::PluginRegistry& name)

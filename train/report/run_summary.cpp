@@ -1,0 +1,110 @@
+// The run report's verdict line and its summary section: the headline numbers and, per
+// relation, the head that carries it.
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "train/report/sections.h"
+
+namespace headlab {
+
+using namespace report_parts;
+using nlohmann::json;
+
+namespace {
+
+// The head assigned to relation r, or -1.
+int assigned_head(const Heads& h, int r) {
+  for (size_t k = 0; k < h.assigned.size(); ++k)
+    if (h.assigned[k] == r) return static_cast<int>(k);
+  return -1;
+}
+
+// "L0 H3" -> "L0H3", the compact form of the verdict.
+std::string compact(std::string label) {
+  label.erase(std::remove(label.begin(), label.end(), ' '), label.end());
+  return label;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+}  // namespace
+
+std::string specialization_verdict(const json& doc) {
+  const Heads h = parse_heads(doc);
+  if (h.per_head.empty() || h.relations.empty()) return "";
+  std::vector<std::string> claimed, unclaimed, headless;
+  for (int r = 0; r < static_cast<int>(h.relations.size()); ++r) {
+    const int k = assigned_head(h, r);
+    if (k < 0) {
+      headless.push_back(h.relations[r]);
+      continue;
+    }
+    const std::string entry =
+        fmt::format("{} {} {:.2f}", h.relations[r], compact(h.label[k]), h.assigned_mass[k]);
+    (h.claimed[k] ? claimed : unclaimed).push_back(entry);
+  }
+  const size_t R = h.relations.size();
+  std::string out =
+      fmt::format("{} of {} {} {} own head", claimed.size(), R, R == 1 ? "relation" : "relations",
+                  claimed.size() == 1 ? "has its" : "have their");
+  if (!claimed.empty()) out += ": " + join(claimed);
+  if (!unclaimed.empty())
+    out += fmt::format("; unclaimed (mass <= {}): {}", h.threshold, join(unclaimed));
+  if (!headless.empty()) out += "; no head: " + join(headless);
+  return out + ".";
+}
+
+namespace report_parts {
+
+std::string summary_body(const RunView& v) {
+  const RunFiles& f = v.files;
+  const Heads& h = v.heads;
+  const json spec =
+      f.heads.is_object() ? f.heads.value("specialization", json::object()) : json::object();
+  const double acc = num(f.heads, "eval_accuracy", num(f.summary, "eval_accuracy"));
+  const int R = static_cast<int>(h.relations.size());
+  const double claimed = num(spec, "n_claimed");
+  std::string cards = "<div class=\"cards\">";
+  cards +=
+      card("eval accuracy", svg::number(acc, 3), acc >= 0.95 ? "good" : (acc < 0.8 ? "bad" : ""));
+  cards += card("s_match", svg::number(num(spec, "s_match"), 2));
+  cards += card("s_max", svg::number(num(spec, "s_max"), 2));
+  cards += card("relations claimed", std::isnan(claimed) ? "-" : fmt::format("{} / {}", claimed, R),
+                !std::isnan(claimed) && claimed == R ? "good" : "");
+  cards += card("heads x layers", fmt::format("{} x {}", h.heads, h.layers));
+  const double s95 = steps_to(v.curves);
+  cards += card("steps to 95%", s95 < 0 ? "never" : fmt::format("{}", s95));
+  const double steps = num(f.summary, "steps");
+  if (!std::isnan(steps)) cards += card("steps", fmt::format("{}", steps));
+  const double secs = num(f.summary, "train_seconds");
+  if (!std::isnan(secs)) cards += card("train time", fmt::format("{:.1f} s", secs));
+  cards += "</div>";
+
+  std::string lines;
+  for (int r = 0; r < R; ++r) {
+    const int k = assigned_head(h, r);
+    std::string text = "no head left for this relation";
+    if (k >= 0)
+      text =
+          fmt::format("head {} carries {:.0f}% of its attention to this partner{}", h.label[k],
+                      100 * h.assigned_mass[k],
+                      h.claimed[k] ? "" : fmt::format(" (unclaimed: not above {})", h.threshold));
+    lines += "<li>" + tag(h, r, k >= 0 && h.claimed[k]) + " " + text + "</li>";
+  }
+  return cards +
+         lede(
+             "Each relation's best one-to-one head (the assignment behind s_match): how much of "
+             "that head's attention, averaged over non-BOS tokens, lands on the relation's gold "
+             "partner. A dashed tag marks an assignment that is not a claim.") +
+         "<ul>" + lines + "</ul>";
+}
+
+}  // namespace report_parts
+}  // namespace headlab

@@ -1,0 +1,169 @@
+// svg::heatmap: a rows x cols grid of coloured cells with labels, notes and outlined cells.
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "train/report/svg/svg.h"
+
+namespace headlab::svg {
+namespace {
+
+// Margins and sizes, from the longest labels.
+struct Layout {
+  const HeatmapOptions& o;
+  int rows, cols;
+  double ml = 0, mt = 0, mr = 0, mb = 0, w = 0, h = 0, fs = 0;
+  double cell_y(int r) const { return mt + r * o.cell; }
+  double text_y(int r) const { return cell_y(r) + o.cell / 2.0 + fs / 2.8; }
+};
+
+Layout make_layout(int rows, int cols, const HeatmapOptions& o) {
+  size_t max_row_label = 0, max_col_label = 0, max_note = 0;
+  for (const auto& s : o.row_labels) max_row_label = std::max(max_row_label, s.size());
+  for (const auto& s : o.col_labels) max_col_label = std::max(max_col_label, s.size());
+  for (const auto& s : o.row_notes) max_note = std::max(max_note, s.size());
+  const double char_w = o.cell < 24 ? 6.2 : 7.2;
+  Layout l{o, rows, cols};
+  l.ml = 10 + max_row_label * char_w + (o.y_label.empty() ? 0 : 18);
+  l.mt =
+      (o.title.empty() ? 6 : 28) + (o.rotate_col_labels ? max_col_label * char_w * 0.75 + 8 : 20);
+  l.mr = 10 + max_note * 7.5;
+  l.mb = o.x_label.empty() ? 8 : 24;
+  l.w = l.ml + cols * o.cell + l.mr;
+  l.h = l.mt + rows * o.cell + l.mb;
+  l.fs = o.cell < 24 ? 9 : 11;
+  return l;
+}
+
+// ` fill="<colour>"` for entry i of colours, or nothing.
+std::string fill_attr(const std::vector<std::string>& colours, int i) {
+  return i < static_cast<int>(colours.size()) && !colours[i].empty()
+             ? fmt::format(" fill=\"{}\"", colours[i])
+             : "";
+}
+
+std::string column_labels(const Layout& l) {
+  const HeatmapOptions& o = l.o;
+  std::string out;
+  for (int c = 0; c < l.cols && c < static_cast<int>(o.col_labels.size()); ++c) {
+    const double x = l.ml + (c + 0.5) * o.cell;
+    const std::string color = fill_attr(o.col_label_colors, c);
+    if (o.rotate_col_labels) {
+      out += fmt::format(
+          "<text transform=\"translate({:.1f} {:.1f}) rotate(-55)\" class=\"lab\" "
+          "font-size=\"{}\"{}>{}</text>",
+          x + 3, l.mt - 5, l.fs, color, escape(o.col_labels[c]));
+    } else {
+      out += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"lab\" text-anchor=\"middle\" "
+          "font-size=\"{}\"{}>{}</text>",
+          x, l.mt - 6, l.fs, color, escape(o.col_labels[c]));
+    }
+  }
+  return out;
+}
+
+std::string cell_title(const HeatmapOptions& o, const Layout& l, int r, int c, double v) {
+  const size_t i = static_cast<size_t>(r) * l.cols + c;
+  return i < o.cell_titles.size() ? escape(o.cell_titles[i]) : number(v, 3);
+}
+
+// Row r: its label, its cells (each with its value as a tooltip, and written when asked) and
+// its note on the right.
+std::string row_svg(const Layout& l, std::span<const double> values, int r) {
+  const HeatmapOptions& o = l.o;
+  const double y = l.cell_y(r);
+  std::string out;
+  if (r < static_cast<int>(o.row_labels.size())) {
+    out += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"lab\" text-anchor=\"end\" "
+        "font-size=\"{}\"{}>{}</text>",
+        l.ml - 5, l.text_y(r), l.fs, fill_attr(o.row_label_colors, r), escape(o.row_labels[r]));
+  }
+  for (int c = 0; c < l.cols; ++c) {
+    const double v = values[static_cast<size_t>(r) * l.cols + c];
+    const double t = (v - o.vmin) / (o.vmax - o.vmin);
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
+        "</rect>",
+        l.ml + c * o.cell, y, o.cell, o.cell, sequential(t), cell_title(o, l, r, c, v));
+    if (o.show_values) {
+      out += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"cv\" text-anchor=\"middle\" "
+          "font-size=\"{}\" fill=\"{}\">{}</text>",
+          l.ml + (c + 0.5) * o.cell, l.text_y(r), l.fs, dark(t) ? "#ffffff" : "#222222",
+          number(v, o.digits));
+    }
+  }
+  if (r < static_cast<int>(o.row_notes.size()) && !o.row_notes[r].empty()) {
+    const std::string color =
+        r < static_cast<int>(o.row_note_colors.size()) ? o.row_note_colors[r] : "#333";
+    out += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"note\" font-size=\"{}\" fill=\"{}\">{}</text>",
+        l.ml + l.cols * o.cell + 8, l.text_y(r), l.fs + 1, color, escape(o.row_notes[r]));
+  }
+  return out;
+}
+
+// The outline of the grid, then the outlined cells with their letters.
+std::string marks_svg(const Layout& l) {
+  const HeatmapOptions& o = l.o;
+  std::string out = fmt::format(
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+      "stroke=\"#999\" stroke-width=\"0.6\"/>",
+      l.ml, l.mt, l.cols * o.cell, l.rows * o.cell);
+  for (const CellMark& m : o.marks) {
+    const double x = l.ml + m.col * o.cell, y = l.mt + m.row * o.cell;
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
+        "stroke=\"{}\" stroke-width=\"{}\"{}/>",
+        x + 1, y + 1, o.cell - 2.0, o.cell - 2.0, m.color, o.cell < 20 ? 1.3 : 1.8,
+        m.dashed ? " stroke-dasharray=\"4 3\"" : "");
+    if (!m.letter.empty()) {
+      out += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.0f}\" font-weight=\"bold\" "
+          "fill=\"{}\">{}</text>",
+          x + 2.5, y + o.cell * 0.38, std::max(6.0, o.cell * 0.32), m.color, escape(m.letter));
+    }
+  }
+  return out;
+}
+
+std::string axis_labels(const Layout& l) {
+  const HeatmapOptions& o = l.o;
+  std::string out;
+  if (!o.x_label.empty()) {
+    out += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"axis\" text-anchor=\"middle\">{}</text>",
+        l.ml + l.cols * o.cell / 2.0, l.h - 6, escape(o.x_label));
+  }
+  if (!o.y_label.empty()) {
+    out += fmt::format(
+        "<text transform=\"translate(12 {:.1f}) rotate(-90)\" class=\"axis\" "
+        "text-anchor=\"middle\">{}</text>",
+        l.mt + l.rows * o.cell / 2.0, escape(o.y_label));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string heatmap(int rows, int cols, std::span<const double> values, const HeatmapOptions& o) {
+  const Layout l = make_layout(rows, cols, o);
+  std::string out = fmt::format(
+      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" "
+      "height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" role=\"img\">",
+      l.w, l.h, l.w, l.h);
+  if (!o.title.empty())
+    out += fmt::format("<text x=\"{:.1f}\" y=\"18\" class=\"ct\">{}</text>", 4.0, escape(o.title));
+  out += column_labels(l);
+  for (int r = 0; r < rows; ++r) out += row_svg(l, values, r);
+  out += marks_svg(l);
+  out += axis_labels(l);
+  out += "</svg>";
+  return out;
+}
+
+}  // namespace headlab::svg
