@@ -192,6 +192,8 @@ def main():
     out = sys.argv[1]
     heads = runs_of(os.path.join(out, "heads")) + runs_of(os.path.join(out, "heads-3"))
     sections = [("Head-count sweep", lambda: heads_table(heads)),
+                ("Second seed range (seeds 101-120)",
+                 lambda: heads_table(runs_of(os.path.join(out, "heads-101")))),
                 ("Order of the first claims", lambda: order_table(heads, 4)),
                 ("Pruning", lambda: pruning_table(heads)),
                 ("One layer vs two, with BEFORE_HEAD",

@@ -8,8 +8,8 @@
 
 namespace headlab {
 
-HeadMetricsAccumulator::HeadMetricsAccumulator(int layers, int heads, int relations)
-    : layers_(layers), heads_(heads), relations_(relations) {
+HeadMetricsAccumulator::HeadMetricsAccumulator(int layers, int heads, int relations, bool mass_only)
+    : layers_(layers), heads_(heads), relations_(relations), mass_only_(mass_only) {
   if (layers <= 0 || heads <= 0 || relations <= 0) {
     fail("head_metrics: layers, heads and relations must be positive but are {}, {}, {}", layers,
          heads, relations);
@@ -82,6 +82,13 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
       for (int l = 0; l < layers_; ++l) {
         for (int h = 0; h < heads_; ++h) {
           const float* row = attention[l].data() + ((b * heads_ + h) * T + i) * T;
+          if (mass_only_) {
+            for (int r = 0; r < relations_; ++r) {
+              mass_sum_.at(l, h, r) += row[p[r]];
+              if (distinct) distinct_sum_.at(l, h, r) += row[p[r]];
+            }
+            continue;
+          }
           int64_t best = 0;
           double entropy = 0.0;
           for (int64_t j = 0; j < T; ++j) {

@@ -74,8 +74,11 @@ void check_attention_inputs(int layers, int heads, int relations, std::span<cons
 // Accumulates head metrics over batches.
 class HeadMetricsAccumulator {
  public:
-  // Throws headlab::Error unless layers, heads, relations > 0.
-  HeadMetricsAccumulator(int layers, int heads, int relations);
+  // Throws headlab::Error unless layers, heads, relations > 0. With mass_only, add() reads
+  // only the partners' weights (mass, distinct-partner mass): argmax accuracy, confidence and
+  // entropy stay 0, and the cost per query is L * H * R reads instead of L * H * T logs (the
+  // trainer's timeline at every evaluation).
+  HeadMetricsAccumulator(int layers, int heads, int relations, bool mass_only = false);
 
   // attention: one tensor per layer, each [B, H, T, T] (rows sum to 1).
   // partners: R vectors of B*T key positions (index b*T + i); an entry < 0 means "no partner"
@@ -91,6 +94,7 @@ class HeadMetricsAccumulator {
 
  private:
   int layers_, heads_, relations_;
+  bool mass_only_;
   HeadRelationMatrix mass_sum_, distinct_sum_, argmax_hits_;
   std::vector<double> confidence_sum_, entropy_sum_;
   int64_t queries_ = 0, distinct_queries_ = 0;

@@ -226,9 +226,11 @@ EvalMetrics Trainer::evaluate(HeadMetricsAccumulator* heads) {
   for (int64_t i = 0; i < t.eval_batches; ++i) {
     task_->generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
     feature_spans(batch, spans_);
-    EncoderOutput out =
-        model_->forward(spans_, batch.batch_size, batch.seq_len, nullptr, heads != nullptr);
-    if (heads) {  // the weights (one [B, h, T, T] per layer) against the gold partners
+    // The first train.timeline_batches batches (0: all) also give their weights (one [B, h,
+    // T, T] per layer, the unfused path) against the gold partners.
+    const bool weigh = heads && (t.timeline_batches == 0 || i < t.timeline_batches);
+    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len, nullptr, weigh);
+    if (weigh) {
       std::vector<Tensor> weights;
       for (const Var& w : out.weights) weights.push_back(w.value());
       heads->add(weights, batch.partners, labelled_tokens(batch));
@@ -383,7 +385,7 @@ EvalMetrics Trainer::evaluate_and_record() {
   if (!timeline_) return evaluate();
   HeadMetricsAccumulator heads(static_cast<int>(model_->num_layers()),
                                static_cast<int>(config_.model.heads),
-                               static_cast<int>(task_->relations().size()));
+                               static_cast<int>(task_->relations().size()), true);
   EvalMetrics e = evaluate(&heads);
   timeline_->write(timeline_row(e, heads.finish()));
   return e;
