@@ -8,22 +8,22 @@
 //   metrics.jsonl, timeline.jsonl, summary.json, config.resolved.toml  (the trainer)
 // Its top line is the verdict (specialization_verdict). Sections, each a <section id=..>:
 // "summary" (headline numbers, each relation's head), "curves" (loss, accuracy with per-relation
-// component accuracy, learning rate), "specialization" (the head x relation mass matrix, the
-// assignment outlined: solid when claimed, dashed grey when not), "attention" (an explorer: pick
-// one of the saved example sentences and a head; the head's map with tokens on both axes, gold
-// partners outlined, a tooltip per cell with query, key and weight, and the maps of every head
-// of its layer; drawn by a script from the weights embedded once as JSON, and statically for
-// the first sentence and head when scripts are off), "ablation" (ablation, keep-only and
-// importance bars; relation-group ablation matrix), "timeline" (specialization over training),
-// "pruning" (the pruning curve), "composition" (two or more layers: two-step paths), "heads"
-// (every number per head), "files"
-// (resolved config, versions, links to the run's files). A missing input file leaves its
+// component accuracy, learning rate), "timeline" (specialization over training, beside the
+// curves), "specialization" (the head x relation mass matrix, the assignment outlined: solid
+// when claimed, dashed grey when not), "attention" (an explorer: pick one of the saved example
+// sentences and a head; the head's map with tokens on both axes, gold partners outlined, a
+// tooltip per cell with query, key and weight, and the maps of every head of its layer; drawn by
+// a script from the weights embedded once as JSON, and statically for the first sentence and
+// head when scripts are off), "ablation" (ablation, keep-only and importance bars;
+// relation-group ablation matrix), "pruning" (the pruning curve), "composition" (two or more
+// layers: two-step paths), "heads" (every number per head), "files" (resolved config, versions,
+// links to the run's files). A missing input file leaves its
 // section with a note instead of failing. Unclaimed assignments (mass at or below heads.json's
 // specialization.claim_threshold) are never drawn in their relation's colour.
 //
 // Sweep report (DIR/report.html): see render_sweep_report.
 //
-// Adding a section (say a specialization timeline from a new timeline.jsonl):
+// Adding a section (the specialization timeline from timeline.jsonl was added this way):
 //   1. the document: a member of RunFiles, read in load_run_files (run_report.cpp); a missing
 //      file leaves it empty;
 //   2. the section: `std::string timeline_body(const RunView&)` in its own file

@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 const SectionSpec<RunView> kRunSections[] = {
     {"summary", "Summary", summary_body},
     {"curves", "Training curves", curves_body},
+    {"timeline", "Specialization over training", timeline_body},
     {"specialization", "Head x relation matrix", specialization_body},
     {"attention", "Attention maps on the example sentences", attention_body, kAttentionScript},
     {"ablation", "Ablation and importance", ablation_body},
-    {"timeline", "Specialization over training", timeline_body},
     {"pruning", "Pruning curve", pruning_body},
     {"composition", "Composition across layers", composition_body},
     {"heads", "Every head in numbers", table_body},
