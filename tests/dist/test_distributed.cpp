@@ -80,16 +80,17 @@ RunResult alone(const std::vector<std::string>& command) {
   return run_cli(std::vector<std::string>(command.begin() + 1, command.end()));
 }
 
-// The final checkpoint's tensor files, the metrics without timing and the summary's figures.
+// The final checkpoint's tensor files, the metrics without timing, the timeline (head masses at
+// every evaluation, from the batches rank 0 weighs) and the summary's figures.
 struct Outcome {
-  std::string model, optimizer, metrics, figures;
+  std::string model, optimizer, metrics, timeline, figures;
 };
 
 Outcome outcome(const fs::path& run) {
   const fs::path dir = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
   const json s = json::parse(read_bytes(run / "summary.json"));
   return {read_bytes(dir / "model.safetensors"), read_bytes(dir / "optimizer.safetensors"),
-          metrics_without_timing(run / "metrics.jsonl"),
+          metrics_without_timing(run / "metrics.jsonl"), read_bytes(run / "timeline.jsonl"),
           s["eval_loss"].dump() + " " + s["eval_accuracy"].dump() + " " + s["final_loss"].dump() +
               " " + s["global_batch"].dump()};
 }
@@ -100,6 +101,8 @@ void check_same(const Outcome& got, const Outcome& want, const std::string& what
   CHECK_MESSAGE(got.metrics == want.metrics, what << ": metrics differ:\n"
                                                   << got.metrics << "\nexpected:\n"
                                                   << want.metrics);
+  CHECK_MESSAGE(!want.timeline.empty(), what << ": no timeline.jsonl");
+  CHECK_MESSAGE(got.timeline == want.timeline, what << ": timeline.jsonl differs");
   CHECK_MESSAGE(got.figures == want.figures,
                 what << ": summary " << got.figures << " vs " << want.figures);
 }
@@ -157,8 +160,10 @@ RunResult act_on_rank_during_training(const fs::path& out, int rank, int signal_
 
 TEST_CASE("dist: N ranks x grad_accum A equal one process x N*A bit for bit (N = 2, 4)") {
   TempDir tmp("dist-identity");
-  const std::vector<std::string> common = {"train.steps=12", "train.batch_size=8",
-                                           "train.eval_every=6", "schedule.warmup_steps=3"};
+  // 5 evaluation batches, of which the timeline weighs 2 (on rank 0): the rest are split.
+  const std::vector<std::string> common = {"train.steps=12",           "train.batch_size=8",
+                                           "train.eval_every=6",       "train.eval_batches=5",
+                                           "train.timeline_batches=2", "schedule.warmup_steps=3"};
   struct Split {
     int ranks, accum;
   };

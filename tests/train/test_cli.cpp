@@ -312,6 +312,13 @@ TEST_CASE("train: cli eval and analyze take --checkpoint and say which step they
     CHECK_MESSAGE(fs::exists(d / "run" / "analysis" / "step-000012" / file), file);
   CHECK(read_text(d / "run" / "heads.json") == heads);
   CHECK(read_text(d / "run" / "report.html") == report);
+  // Its report reads the curves and the timeline from the run directory.
+  const std::string early = read_text(d / "run" / "analysis" / "step-000012" / "report.html");
+  CHECK(early.find("<section id=\"timeline\"") != std::string::npos);
+  CHECK(early.find("timeline.jsonl not found") == std::string::npos);
+  CHECK(early.find("<section id=\"curves\"") != std::string::npos);
+  REQUIRE(headlab("analyze run --checkpoint step-000012 --report-only", d).code == 0);
+  CHECK(read_text(d / "run" / "analysis" / "step-000012" / "report.html") == early);
   const Result latest = headlab("analyze run --checkpoint step-000024", d);
   REQUIRE_MESSAGE(latest.code == 0, latest.err);
   CHECK(latest.out.find("in run\n") != std::string::npos);  // the latest: the run's own files

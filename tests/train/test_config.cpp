@@ -349,7 +349,7 @@ TEST_CASE("train: config shape differences list what a checkpoint cannot load in
   CHECK(shape_differences(a, opts).size() == 1);
 }
 
-TEST_CASE("train: config the flagship file holds TASK.md's settings") {
+TEST_CASE("train: config the flagship file holds docs/task.md's settings") {
   const Config c = load_config(std::string(HEADLAB_SOURCE_DIR) + "/configs/dependency.toml");
   CHECK(c.model.layers == 1);
   CHECK(c.model.d_model == 64);
@@ -359,8 +359,8 @@ TEST_CASE("train: config the flagship file holds TASK.md's settings") {
   CHECK(c.model.norm == "pre");
   CHECK(format_value(*c.task.options.find("embedding")) == "\"factored\"");
   CHECK(c.model.embed_init_std == 1.0);
-  CHECK(c.model.pos_init_std == 1.0);
-  CHECK(c.model.attn_dropout == 0.3);
+  CHECK(c.model.pos_init_std == 0.85);
+  CHECK(c.model.attn_dropout == 0.15);
   CHECK(c.model.dropout == 0.0);
   CHECK(c.optim.name == "adam");
   CHECK(c.optim.lr == 3e-3);

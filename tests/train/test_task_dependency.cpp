@@ -1,4 +1,4 @@
-// The dependency task's invariants (../shared/TASK.md): the grammar table, one valid partner
+// The dependency task's invariants (docs/task.md): the grammar table, one valid partner
 // per relation for every word, labels that decode to the partners' colours, a reproducible and
 // resumable stream, and a uniform permutation.
 
@@ -43,7 +43,7 @@ TEST_CASE("train: dependency grammar: SEM is a pairing never on a governor or de
     CHECK(at == 0);
   }
   CHECK(std::string(G::names[9]) == "DET_O");
-  CHECK(G::sem[0] == 9);  // VERB <-> DET_O, as in TASK.md's table
+  CHECK(G::sem[0] == 9);  // VERB <-> DET_O, as in docs/task.md's table
 }
 
 TEST_CASE("train: dependency batch layout, one valid partner per relation per token") {
@@ -122,7 +122,7 @@ TEST_CASE("train: dependency labels decode to the partners' colours in the confi
       CHECK(label == expected);
     }
   }
-  // TASK.md's formula for the default relations.
+  // docs/task.md's formula for the default relations.
   const DependencyTask task({4, {"PREV", "HEAD", "SEM"}, "factored"});
   Batch batch;
   task.generate(1, 0, 4, batch);
@@ -130,6 +130,44 @@ TEST_CASE("train: dependency labels decode to the partners' colours in the confi
     auto colour_of = [&](int r) { return batch.features[1][batch.partners[r][i]]; };
     CHECK(batch.labels[i] == colour_of(0) * 16 + colour_of(1) * 4 + colour_of(2));
   }
+}
+
+TEST_CASE("train: dependency BEFORE_HEAD is the word just before the syntactic head") {
+  CHECK(parse_relation("BEFORE_HEAD") == Relation::before_head);
+  CHECK(std::string(relation_name(Relation::before_head)) == "BEFORE_HEAD");
+  const DependencyTask task({4, {"HEAD", "BEFORE_HEAD"}, "factored"});
+  CHECK(task.num_classes() == 16);
+  Batch batch;
+  // Where the target sits relative to the query and what it is: if one layer's attention could
+  // find it, its own category or its offset from the query would have to tell it apart.
+  int64_t words = 0, on_bos = 0, on_self = 0;
+  for (int64_t index = 0; index < 50; ++index) {
+    task.generate(5, index, 16, batch);
+    for (int64_t b = 0; b < 16; ++b) {
+      const int32_t* cat = batch.features[0].data() + b * T;
+      CHECK(batch.partners[1][b * T] == kNoPartner);
+      for (int64_t t = 1; t < T; ++t) {
+        const int32_t head = batch.partners[0][b * T + t];
+        const int32_t before = batch.partners[1][b * T + t];
+        REQUIRE(before >= 0);
+        REQUIRE(before < T);
+        ++words;
+        if (G::governor[cat[t]] == G::kRoot || head == 1) {  // VERB, or a head right after BOS
+          CHECK(before == 0);
+          ++on_bos;
+          continue;
+        }
+        CHECK(before == head - 1);
+        CHECK(cat[before + 1] == G::governor[cat[t]]);  // its right neighbour is my governor
+        on_self += before == t;
+      }
+    }
+  }
+  CHECK(words == 50 * 16 * 16);
+  // VERB (1 word in 16) and heads at position 1 (1 in 16 of the rest) point at BOS.
+  CHECK(static_cast<double>(on_bos) / words ==
+        doctest::Approx(1.0 / 16 + 15.0 / 256).epsilon(0.15));
+  CHECK(on_self > 0);  // a word right before its own head attends to itself
 }
 
 TEST_CASE("train: dependency joint embedding encodes category and colour in one id") {

@@ -9,58 +9,13 @@
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/encoder.h"
+#include "train/analysis/eval_set.h"
 #include "train/config/config.h"
 #include "train/tasks/task.h"
 
 namespace headlab {
-namespace {
 
-// The evaluation batches, generated once and replayed for every gate setting. The non-BOS
-// mask of a batch is where its label is not kIgnoreIndex.
-struct EvalSet {
-  std::vector<Batch> batches;
-};
-
-std::vector<std::span<const int32_t>> feature_spans(const Batch& b) {
-  std::vector<std::span<const int32_t>> f;
-  for (const auto& v : b.features) f.emplace_back(v);
-  return f;
-}
-
-// Argmax over the last dim of logits [B, T, C] -> [B*T].
-void predict(const Tensor& logits, std::vector<int32_t>& out) {
-  const int64_t C = logits.shape().back(), rows = logits.numel() / C;
-  out.resize(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * C;
-    out[r] = static_cast<int32_t>(std::max_element(row, row + C) - row);
-  }
-}
-
-void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates) {
-  for (size_t l = 0; l < gates.size(); ++l)
-    model.attention(static_cast<int64_t>(l)).set_head_mask(gates[l]);
-}
-
-// Accuracy (and optionally the loss) of the model with its current gates over the eval set.
-LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task,
-                       double* loss = nullptr) {
-  NoGradGuard no_grad;
-  LabelAccuracyAccumulator acc(task);
-  std::vector<int32_t> pred;
-  double loss_sum = 0;
-  for (const Batch& b : set.batches) {
-    const auto f = feature_spans(b);
-    EncoderOutput out = model.forward(f, b.batch_size, b.seq_len);
-    predict(out.logits.value(), pred);
-    acc.add(pred, b.labels);
-    if (loss) loss_sum += cross_entropy(out.logits, b.labels, kIgnoreIndex).value().item();
-  }
-  if (loss) *loss = loss_sum / static_cast<double>(set.batches.size());
-  return acc.finish();
-}
-
-}  // namespace
+using namespace analysis_detail;
 
 namespace {
 
@@ -84,27 +39,6 @@ class EvalModeGuard {
   bool was_training_;
 };
 
-// Parameters stop requiring gradients for the guard's lifetime (so a backward pass computes
-// only what reaches the gates), then get their flags back.
-class FrozenParameters {
- public:
-  explicit FrozenParameters(const Encoder& model) : params_(model.parameters()) {
-    for (const Var& p : params_) {
-      needed_.push_back(p.requires_grad());
-      p.set_requires_grad(false);
-    }
-  }
-  ~FrozenParameters() {
-    for (size_t i = 0; i < params_.size(); ++i) params_[i].set_requires_grad(needed_[i]);
-  }
-  FrozenParameters(const FrozenParameters&) = delete;
-  FrozenParameters& operator=(const FrozenParameters&) = delete;
-
- private:
-  std::vector<Var> params_;
-  std::vector<bool> needed_;
-};
-
 // The result's sizes and evaluation stream, from the options or else the config; throws when
 // the model, the task or the options do not fit.
 AnalysisResult start(const Encoder& model, const Task& task, const Config& config,
@@ -125,14 +59,6 @@ AnalysisResult start(const Encoder& model, const Task& task, const Config& confi
     fail("analyze: examples is {} but must lie in [0, batch size {}]", options.examples,
          res.batch_size);
   return res;
-}
-
-EvalSet make_eval_set(const Task& task, const AnalysisResult& res) {
-  EvalSet set;
-  set.batches.resize(static_cast<size_t>(res.batches));
-  for (int64_t k = 0; k < res.batches; ++k)
-    task.generate(static_cast<uint64_t>(res.seed), k, res.batch_size, set.batches[k]);
-  return set;
 }
 
 // The first ex.examples sentences of batch `b` into `ex` (whose sizes are set): attention maps
@@ -165,23 +91,19 @@ void keep_examples(const Task& task, const Batch& b, const std::vector<Tensor>& 
 // Attention metrics of the ungated model over the eval set, and the examples of batch 0.
 void measure_attention(Encoder& model, const Task& task, const EvalSet& set, int64_t examples,
                        AnalysisResult& res) {
-  NoGradGuard no_grad;
-  HeadMetricsAccumulator acc(res.layers, res.heads, static_cast<int>(res.relations.size()));
   res.examples.examples = examples;
   res.examples.layers = res.layers;
   res.examples.heads = res.heads;
   res.examples.seq_len = task.seq_len();
-  for (size_t k = 0; k < set.batches.size(); ++k) {
-    const Batch& b = set.batches[k];
-    EncoderOutput out = model.forward(feature_spans(b), b.batch_size, b.seq_len, nullptr, true);
-    std::vector<Tensor> weights;
-    for (const Var& w : out.weights) weights.push_back(w.value());
-    std::vector<uint8_t> counted(b.labels.size());
-    for (size_t q = 0; q < counted.size(); ++q) counted[q] = b.labels[q] != kIgnoreIndex;
-    acc.add(weights, b.partners, counted);
-    if (k == 0) keep_examples(task, b, weights, out.logits.value(), res.examples);
-  }
-  res.metrics = acc.finish();
+  const int R = static_cast<int>(res.relations.size());
+  PathMassAccumulator paths(res.layers, res.heads, R);
+  const auto visit = [&](size_t k, const Batch& b, const std::vector<Tensor>& weights,
+                         std::span<const uint8_t> counted, const Tensor& logits) {
+    if (k == 0) keep_examples(task, b, weights, logits, res.examples);
+    if (res.layers > 1) paths.add(weights, b.partners, counted);
+  };
+  res.metrics = attention_metrics(model, set, R, visit);
+  res.paths = paths.finish();
 }
 
 // Each head's metrics, and the accuracy with that head gated off and with only it kept in its
@@ -228,39 +150,47 @@ void ablate_groups(Encoder& model, const Task& task, const EvalSet& set, double 
 
 // Importance: the mean over batches of |dL/dg| at g = 1, L2-normalised within each layer.
 void measure_importance(Encoder& model, const EvalSet& set, AnalysisResult& res) {
-  const int L = res.layers, H = res.heads;
-  std::vector<double> sum(static_cast<size_t>(L) * H, 0.0);
-  {
-    FrozenParameters frozen(model);
-    for (int l = 0; l < L; ++l) model.attention(l).set_gate_requires_grad(true);
-    for (const Batch& b : set.batches) {
-      EncoderOutput out = model.forward(feature_spans(b), b.batch_size, b.seq_len);
-      Var loss = cross_entropy(out.logits, b.labels, kIgnoreIndex);
-      if (!loss.requires_grad()) break;  // no attention layer: nothing to measure
-      loss.backward();
-      for (int l = 0; l < L; ++l) {
-        const Var& g = model.head_gate(l);
-        for (int h = 0; h < H; ++h)
-          if (g.has_grad()) sum[static_cast<size_t>(l) * H + h] += std::abs(g.grad()[h]);
-        g.zero_grad();
-      }
-    }
-    model.reset_head_gates();
+  const std::vector<double> raw = gate_gradients(model, set);
+  const std::vector<double> normalised = normalise_per_layer(raw, res.layers, res.heads);
+  for (size_t k = 0; k < raw.size(); ++k) {
+    res.per_head[k].importance_raw = raw[k];
+    res.per_head[k].importance = normalised[k];
   }
-  for (int l = 0; l < L; ++l) {
-    double norm = 0.0;
-    for (int h = 0; h < H; ++h) {
-      double& raw = sum[static_cast<size_t>(l) * H + h];
-      raw /= static_cast<double>(set.batches.size());
-      norm += raw * raw;
-    }
-    norm = std::sqrt(norm);
-    for (int h = 0; h < H; ++h) {
-      HeadAnalysis& a = res.per_head[static_cast<size_t>(l) * H + h];
-      a.importance_raw = sum[static_cast<size_t>(l) * H + h];
-      a.importance = norm > 0 ? a.importance_raw / norm : 0.0;
+}
+
+// The pruning curve (pruning.h) with this model's gates and the eval set; gates back at ones.
+std::vector<PruningStep> prune(Encoder& model, const Task& task, const EvalSet& set) {
+  using Gates = std::vector<std::vector<float>>;
+  const auto importance = [&](const Gates& g) {
+    set_gates(model, g);
+    return gate_gradients(model, set);
+  };
+  const auto accuracy = [&](const Gates& g) {
+    set_gates(model, g);
+    return evaluate(model, set, task);
+  };
+  std::vector<PruningStep> curve =
+      iterative_pruning(static_cast<int>(model.num_layers()),
+                        static_cast<int>(model.options().heads), importance, accuracy);
+  model.reset_head_gates();
+  return curve;
+}
+
+// Composition (composition.h): the two-step paths measured with the attention, and every head
+// below the last layer gated off in turn, the masses measured again.
+std::vector<HeadComposition> compose(Encoder& model, const EvalSet& set,
+                                     const AnalysisResult& res) {
+  if (res.layers < 2) return {};
+  std::vector<HeadRelationMatrix> ablated;
+  for (int l = 0; l + 1 < res.layers; ++l) {
+    for (int h = 0; h < res.heads; ++h) {
+      const HeadRef off{l, h};
+      set_gates(model, gates_without(res.layers, res.heads, std::span<const HeadRef>(&off, 1)));
+      ablated.push_back(attention_metrics(model, set, static_cast<int>(res.relations.size())).mass);
     }
   }
+  model.reset_head_gates();
+  return compositions(res.metrics.mass, res.paths, ablated);
 }
 
 }  // namespace
@@ -268,7 +198,8 @@ void measure_importance(Encoder& model, const EvalSet& set, AnalysisResult& res)
 AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
                        const AnalysisOptions& options) {
   AnalysisResult res = start(model, task, config, options);
-  const EvalSet set = make_eval_set(task, res);
+  const EvalSet set =
+      make_eval_set(task, static_cast<uint64_t>(res.seed), res.batches, res.batch_size);
   const EvalModeGuard eval_mode(model);
   res.eval = evaluate(model, set, task, &res.eval_loss);
   measure_attention(model, task, set, options.examples, res);
@@ -276,6 +207,8 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   ablate_heads(model, task, set, res);
   ablate_groups(model, task, set, options.group_min_mass, res);
   measure_importance(model, set, res);
+  res.pruning = prune(model, task, set);
+  res.composition = compose(model, set, res);
   return res;
 }
 

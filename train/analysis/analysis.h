@@ -1,5 +1,5 @@
 #pragma once
-// Head analysis of a trained Encoder on a task with gold partners (TASK.md, "Metrics").
+// Head analysis of a trained Encoder on a task with gold partners (docs/task.md, "Metrics").
 //
 // On evaluation batches (the config's eval stream: train.eval_seed, batch k = 0..n-1, by
 // default train.eval_batches x train.eval_batch_size sentences), with the model in eval mode:
@@ -12,6 +12,11 @@
 //   - the specialization summary (s_max, s_match, n_claimed, assignment);
 //   - relation-group ablation: for each relation r, every head whose largest mass is on r and
 //     above 0.3 gated off together; the R x R drop in component accuracy;
+//   - the pruning curve: heads removed one at a time, least important first, importance
+//     recomputed after each removal (train/analysis/pruning.h);
+//   - with two or more layers, composition: for each head of layer >= 1, the head below it
+//     whose attention it continues (two-step paths) and the mass it loses without each lower
+//     head (train/analysis/composition.h);
 //   - attention maps of the first `examples` sentences of eval batch 0, per layer and head.
 // The model's gates are restored to ones and its gradients zeroed before returning.
 //
@@ -22,7 +27,12 @@
 //                          "specialization": {"s_max", "s_match", "n_claimed",
 //                          "claim_threshold", "assignment"},
 //                          "eval_accuracy", ...} plus mass_distinct, component accuracies,
-//                          relation groups and the group-ablation matrix.
+//                          relation groups and the group-ablation matrix, "pruning": [{
+//                          "heads_pruned", "pruned": [layer, head] (null at 0), "accuracy",
+//                          "component_accuracy"}], "composition": [{"layer", "head",
+//                          "relation", "composes_with": [layer, head], "path_mass", "mass",
+//                          "sources": [{"layer", "head", "path_mass", "ablated_mass"}]}]
+//                          (empty for one layer).
 //   attention.npy          float32 [examples, layers, heads, T, T] (.npy v1.0)
 //   attention_tokens.json  {"shape", "relations", "examples": [{"tokens": ["BOS", "SUBJ:2", ..],
 //                          "partners": {"PREV": [-1, 0, ..], ..}, "labels", "predicted"}]}
@@ -34,7 +44,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/analysis/composition.h"
 #include "train/analysis/head_metrics.h"
+#include "train/analysis/pruning.h"
 
 namespace headlab {
 
@@ -84,6 +96,9 @@ struct AnalysisResult {
   std::vector<std::vector<double>> group_drops;  // [R][R]: row = group off, col = component
   int64_t batches = 0, batch_size = 0, seed = 0;
   AttentionExamples examples;
+  std::vector<PruningStep> pruning;          // heads_pruned 0 .. L*H - 1
+  PathMass paths;                            // two-step paths (layers >= 2)
+  std::vector<HeadComposition> composition;  // heads of layers >= 1
 
   const HeadAnalysis& at(int l, int h) const {
     return per_head[static_cast<size_t>(l) * heads + h];
@@ -100,8 +115,9 @@ nlohmann::json analysis_to_json(const AnalysisResult& result);
 // The attention_tokens.json document.
 nlohmann::json examples_to_json(const AnalysisResult& result);
 
-// Writes heads.json, attention.npy and attention_tokens.json into run_dir (which must exist).
-// Throws headlab::Error on an I/O failure, naming the file.
-void write_analysis(const std::filesystem::path& run_dir, const AnalysisResult& result);
+// Writes heads.json, attention.npy and attention_tokens.json into `dir` (a run directory, or
+// an analysis directory such as RUN/analysis/step-000500; it must exist). Throws
+// headlab::Error on an I/O failure, naming the file.
+void write_analysis(const std::filesystem::path& dir, const AnalysisResult& result);
 
 }  // namespace headlab

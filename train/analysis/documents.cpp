@@ -35,17 +35,51 @@ json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
           {"importance_raw", a.importance_raw}};
 }
 
+json head_ref(const HeadRef& h) {
+  return h.valid() ? json::array({h.layer, h.head}) : json(nullptr);
+}
+
 json specialization_json(const AnalysisResult& res) {
   json assignment = json::object();
   for (size_t r = 0; r < res.relations.size(); ++r) {
     const HeadRef a = res.specialization.assignment[r];
-    assignment[res.relations[r]] = a.valid() ? json::array({a.layer, a.head}) : json(nullptr);
+    assignment[res.relations[r]] = head_ref(a);
   }
   return {{"s_max", res.specialization.s_max},
           {"s_match", res.specialization.s_match},
           {"n_claimed", res.specialization.n_claimed},
           {"claim_threshold", res.specialization.claim_threshold},
           {"assignment", assignment}};
+}
+
+json pruning_json(const AnalysisResult& res) {
+  json curve = json::array();
+  for (const PruningStep& p : res.pruning)
+    curve.push_back({{"heads_pruned", p.heads_pruned},
+                     {"pruned", head_ref(p.pruned)},
+                     {"accuracy", p.accuracy.accuracy},
+                     {"component_accuracy", by_relation(res, p.accuracy.component)}});
+  return curve;
+}
+
+json composition_json(const AnalysisResult& res) {
+  json out = json::array();
+  for (const HeadComposition& c : res.composition) {
+    json sources = json::array();
+    for (const CompositionSource& s : c.sources)
+      sources.push_back({{"layer", s.head.layer},
+                         {"head", s.head.head},
+                         {"path_mass", s.path_mass},
+                         {"ablated_mass", s.ablated_mass}});
+    out.push_back({{"layer", c.head.layer},
+                   {"head", c.head.head},
+                   {"relation", res.relations[c.relation]},
+                   {"composes_with", head_ref(c.composes_with)},
+                   {"path_mass", c.path_mass},
+                   {"mass", c.mass},
+                   {"sources", sources}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -73,6 +107,8 @@ json analysis_to_json(const AnalysisResult& res) {
           {"eval_component_accuracy", by_relation(res, res.eval.component)},
           {"relation_groups", groups},
           {"group_ablation_drop", drops},
+          {"pruning", pruning_json(res)},
+          {"composition", composition_json(res)},
           {"eval",
            {{"seed", res.seed},
             {"batches", res.batches},
@@ -99,15 +135,15 @@ json examples_to_json(const AnalysisResult& res) {
           {"examples", examples}};
 }
 
-void write_analysis(const std::filesystem::path& run_dir, const AnalysisResult& res) {
+void write_analysis(const std::filesystem::path& dir, const AnalysisResult& res) {
   // Atomic writes: an interrupted analysis leaves the previous files, never half of one.
   const auto write_json = [](const std::filesystem::path& path, const nlohmann::json& doc) {
     write_file_atomic(path, doc.dump(2) + "\n");
   };
-  write_json(run_dir / "heads.json", analysis_to_json(res));
-  write_json(run_dir / "attention_tokens.json", examples_to_json(res));
+  write_json(dir / "heads.json", analysis_to_json(res));
+  write_json(dir / "attention_tokens.json", examples_to_json(res));
   const AttentionExamples& ex = res.examples;
-  write_npy((run_dir / "attention.npy").string(),
+  write_npy((dir / "attention.npy").string(),
             NpyArray{{ex.examples, ex.layers, ex.heads, ex.seq_len, ex.seq_len}, ex.weights});
 }
 

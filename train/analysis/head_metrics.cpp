@@ -8,8 +8,8 @@
 
 namespace headlab {
 
-HeadMetricsAccumulator::HeadMetricsAccumulator(int layers, int heads, int relations)
-    : layers_(layers), heads_(heads), relations_(relations) {
+HeadMetricsAccumulator::HeadMetricsAccumulator(int layers, int heads, int relations, bool mass_only)
+    : layers_(layers), heads_(heads), relations_(relations), mass_only_(mass_only) {
   if (layers <= 0 || heads <= 0 || relations <= 0) {
     fail("head_metrics: layers, heads and relations must be positive but are {}, {}, {}", layers,
          heads, relations);
@@ -21,19 +21,24 @@ HeadMetricsAccumulator::HeadMetricsAccumulator(int layers, int heads, int relati
   entropy_sum_ = confidence_sum_;
 }
 
-void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
-                                 std::span<const std::vector<int32_t>> partners,
-                                 std::span<const uint8_t> counted) {
-  if (static_cast<int>(attention.size()) != layers_) {
-    fail("head_metrics: got attention for {} layers but expected {}", attention.size(), layers_);
+std::vector<uint8_t> labelled_tokens(const Batch& batch) {
+  std::vector<uint8_t> counted(batch.labels.size());
+  for (size_t q = 0; q < counted.size(); ++q) counted[q] = batch.labels[q] != kIgnoreIndex;
+  return counted;
+}
+
+void check_attention_inputs(int layers, int heads, int relations, std::span<const Tensor> attention,
+                            std::span<const std::vector<int32_t>> partners,
+                            std::span<const uint8_t> counted) {
+  if (static_cast<int>(attention.size()) != layers) {
+    fail("head_metrics: got attention for {} layers but expected {}", attention.size(), layers);
   }
-  if (static_cast<int>(partners.size()) != relations_) {
-    fail("head_metrics: got partners for {} relations but expected {}", partners.size(),
-         relations_);
+  if (static_cast<int>(partners.size()) != relations) {
+    fail("head_metrics: got partners for {} relations but expected {}", partners.size(), relations);
   }
   const Shape& s0 = attention[0].shape();
-  if (s0.rank() != 4 || s0[1] != heads_ || s0[2] != s0[3]) {
-    fail("head_metrics: attention shape is {} but expected [B, {}, T, T]", s0.str(), heads_);
+  if (s0.rank() != 4 || s0[1] != heads || s0[2] != s0[3]) {
+    fail("head_metrics: attention shape is {} but expected [B, {}, T, T]", s0.str(), heads);
   }
   const int64_t B = s0[0], T = s0[2];
   for (const Tensor& a : attention) check_shape("head_metrics", "attention", a.shape(), s0);
@@ -44,7 +49,23 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
     if (p.size() != n)
       fail("head_metrics: partners have {} entries but expected B*T = {}", p.size(), n);
   }
+  for (size_t q = 0; q < n; ++q) {
+    if (!counted[q]) continue;
+    for (int r = 0; r < relations; ++r) {
+      const int32_t p = partners[r][q];
+      if (p < 0 || p >= T) {
+        fail("head_metrics: partner {} of relation {} at batch {} position {} is outside [0, {})",
+             p, r, static_cast<int64_t>(q) / T, static_cast<int64_t>(q) % T, T);
+      }
+    }
+  }
+}
 
+void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
+                                 std::span<const std::vector<int32_t>> partners,
+                                 std::span<const uint8_t> counted) {
+  check_attention_inputs(layers_, heads_, relations_, attention, partners, counted);
+  const int64_t B = attention[0].size(0), T = attention[0].size(2);
   std::vector<int32_t> p(relations_);
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t i = 0; i < T; ++i) {
@@ -53,10 +74,6 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
       bool distinct = true;
       for (int r = 0; r < relations_; ++r) {
         p[r] = partners[r][q];
-        if (p[r] < 0 || p[r] >= T) {
-          fail("head_metrics: partner {} of relation {} at batch {} position {} is outside [0, {})",
-               p[r], r, b, i, T);
-        }
         if (p[r] == 0) distinct = false;
         for (int s = 0; s < r; ++s) distinct = distinct && p[s] != p[r];
       }
@@ -65,6 +82,13 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
       for (int l = 0; l < layers_; ++l) {
         for (int h = 0; h < heads_; ++h) {
           const float* row = attention[l].data() + ((b * heads_ + h) * T + i) * T;
+          if (mass_only_) {
+            for (int r = 0; r < relations_; ++r) {
+              mass_sum_.at(l, h, r) += row[p[r]];
+              if (distinct) distinct_sum_.at(l, h, r) += row[p[r]];
+            }
+            continue;
+          }
           int64_t best = 0;
           double entropy = 0.0;
           for (int64_t j = 0; j < T; ++j) {

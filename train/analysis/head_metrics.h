@@ -1,6 +1,6 @@
 #pragma once
 // Head metrics: how much each attention head attends to the gold partner of each relation, and
-// the specialization summary built on that (definitions in TASK.md, "Metrics"). Pure
+// the specialization summary built on that (definitions in docs/task.md, "Metrics"). Pure
 // bookkeeping over attention weights and gold partner positions; no model, no autograd.
 //
 // Notation: L layers, H heads per layer, R relations, B batch, T sequence length.
@@ -63,11 +63,22 @@ struct HeadMetrics {
   double head_entropy(int l, int h) const { return entropy[static_cast<size_t>(l) * heads + h]; }
 };
 
+// The counted queries of a batch: 1 where a token carries a label (not kIgnoreIndex: not BOS).
+std::vector<uint8_t> labelled_tokens(const Batch& batch);
+
+// The checks of HeadMetricsAccumulator::add below, for other accumulators of the same inputs.
+void check_attention_inputs(int layers, int heads, int relations, std::span<const Tensor> attention,
+                            std::span<const std::vector<int32_t>> partners,
+                            std::span<const uint8_t> counted);
+
 // Accumulates head metrics over batches.
 class HeadMetricsAccumulator {
  public:
-  // Throws headlab::Error unless layers, heads, relations > 0.
-  HeadMetricsAccumulator(int layers, int heads, int relations);
+  // Throws headlab::Error unless layers, heads, relations > 0. With mass_only, add() reads
+  // only the partners' weights (mass, distinct-partner mass): argmax accuracy, confidence and
+  // entropy stay 0, and the cost per query is L * H * R reads instead of L * H * T logs (the
+  // trainer's timeline at every evaluation).
+  HeadMetricsAccumulator(int layers, int heads, int relations, bool mass_only = false);
 
   // attention: one tensor per layer, each [B, H, T, T] (rows sum to 1).
   // partners: R vectors of B*T key positions (index b*T + i); an entry < 0 means "no partner"
@@ -83,12 +94,13 @@ class HeadMetricsAccumulator {
 
  private:
   int layers_, heads_, relations_;
+  bool mass_only_;
   HeadRelationMatrix mass_sum_, distinct_sum_, argmax_hits_;
   std::vector<double> confidence_sum_, entropy_sum_;
   int64_t queries_ = 0, distinct_queries_ = 0;
 };
 
-// The specialization summary over a mass matrix M (TASK.md):
+// The specialization summary over a mass matrix M (docs/task.md, "Metrics"):
 //   s_max = mean_r max_{l,h} M[l, h, r];
 //   s_match = max over one-to-one assignments of relations to distinct (layer, head) pairs of
 //     mean_r M[assigned(r), r]; a relation left without a head contributes 0;

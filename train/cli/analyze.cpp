@@ -78,7 +78,10 @@ int run_analyze(const AnalyzeArgs& a) {
     if (!rc.checkpoint.empty())
       dir = analysis_dir(rc.run_dir, find_checkpoint(rc.run_dir, rc.checkpoint));
     if (!fs::is_directory(dir)) fail("'{}' holds no analysis to report on", dir.string());
-    fmt::print("wrote {}\n", write_run_report(dir).string());
+    // An earlier checkpoint's report reads its analysis there and the curves from the run.
+    const fs::path report =
+        dir == rc.run_dir ? write_run_report(rc.run_dir) : write_run_report(rc.run_dir, dir);
+    fmt::print("wrote {}\n", report.string());
     return kOk;
   }
   load_run_plugins(rc.run_dir);  // the run's plugins, from run.json
@@ -108,7 +111,8 @@ int run_analyze(const AnalyzeArgs& a) {
   const fs::path out = analysis_dir(rc.run_dir, used);
   make_directories(out);
   const AnalysisResult r =
-      analyze_run(out, trainer.model(), trainer.task(), trainer.config(), options);
+      analyze_run(rc.run_dir, trainer.model(), trainer.task(), trainer.config(), options,
+                  out == rc.run_dir ? fs::path{} : out);
   fmt::print("{}", summary_text(r));
   fmt::print(
       "analyzed {} (step {}); wrote heads.json, attention.npy, attention_tokens.json and "

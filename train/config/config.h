@@ -81,6 +81,8 @@ struct TrainConfig {
   int64_t log_every = 10;
   int64_t checkpoint_every = 250;  // 0: only at the end
   int64_t keep_checkpoints = 3;
+  bool timeline = true;          // head masses at every evaluation, into timeline.jsonl
+  int64_t timeline_batches = 2;  // of the evaluation batches, measured for the timeline; 0: all
 };
 
 struct RuntimeConfig {

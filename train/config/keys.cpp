@@ -244,6 +244,15 @@ void train_keys(std::vector<Key>& k) {
                   .range(1, 1e6)
                   .is(KeyClass::cadence)
                   .doc("Newest checkpoints to keep."));
+  k.push_back(key_of("train.timeline", &C::train, &R::timeline)
+                  .is(KeyClass::cadence)
+                  .doc("At every evaluation also measure each head's attention mass on each "
+                       "relation and s_match, one row of timeline.jsonl (no ablations)."));
+  k.push_back(key_of("train.timeline_batches", &C::train, &R::timeline_batches)
+                  .range(0, 65536)
+                  .is(KeyClass::cadence)
+                  .doc("The timeline's masses come from the first this many evaluation batches "
+                       "(0: all of them); accuracy and loss always from all."));
 }
 
 void runtime_keys(std::vector<Key>& k) {

@@ -5,23 +5,25 @@
 //
 // Run report (RUN_DIR/report.html), built from the files of a run directory only:
 //   heads.json, attention.npy, attention_tokens.json   (train/analysis)
-//   metrics.jsonl, summary.json, config.resolved.toml  (the trainer)
+//   metrics.jsonl, timeline.jsonl, summary.json, config.resolved.toml  (the trainer)
 // Its top line is the verdict (specialization_verdict). Sections, each a <section id=..>:
 // "summary" (headline numbers, each relation's head), "curves" (loss, accuracy with per-relation
-// component accuracy, learning rate), "specialization" (the head x relation mass matrix, the
-// assignment outlined: solid when claimed, dashed grey when not), "attention" (an explorer: pick
-// one of the saved example sentences and a head; the head's map with tokens on both axes, gold
-// partners outlined, a tooltip per cell with query, key and weight, and the maps of every head
-// of its layer; drawn by a script from the weights embedded once as JSON, and statically for
-// the first sentence and head when scripts are off), "ablation" (ablation, keep-only and
-// importance bars; relation-group ablation matrix), "heads" (every number per head), "files"
-// (resolved config, versions, links to the run's files). A missing input file leaves its
+// component accuracy, learning rate), "timeline" (specialization over training, beside the
+// curves), "specialization" (the head x relation mass matrix, the assignment outlined: solid
+// when claimed, dashed grey when not), "attention" (an explorer: pick one of the saved example
+// sentences and a head; the head's map with tokens on both axes, gold partners outlined, a
+// tooltip per cell with query, key and weight, and the maps of every head of its layer; drawn by
+// a script from the weights embedded once as JSON, and statically for the first sentence and
+// head when scripts are off), "ablation" (ablation, keep-only and importance bars;
+// relation-group ablation matrix), "pruning" (the pruning curve), "composition" (two or more
+// layers: two-step paths), "heads" (every number per head), "files" (resolved config, versions,
+// links to the run's files). A missing input file leaves its
 // section with a note instead of failing. Unclaimed assignments (mass at or below heads.json's
 // specialization.claim_threshold) are never drawn in their relation's colour.
 //
 // Sweep report (DIR/report.html): see render_sweep_report.
 //
-// Adding a section (say a specialization timeline from a new timeline.jsonl):
+// Adding a section (the specialization timeline from timeline.jsonl was added this way):
 //   1. the document: a member of RunFiles, read in load_run_files (run_report.cpp); a missing
 //      file leaves it empty;
 //   2. the section: `std::string timeline_body(const RunView&)` in its own file
@@ -54,15 +56,19 @@ struct RunFiles {
   nlohmann::json tokens;                // attention_tokens.json, or null
   NpyArray attention;                   // attention.npy, empty if missing
   std::vector<nlohmann::json> metrics;  // metrics.jsonl rows (unparsable lines skipped)
+  std::vector<nlohmann::json> timeline;  // timeline.jsonl rows (train/run/timeline.h)
   nlohmann::json summary;               // summary.json, or null
   nlohmann::json run;                   // run.json (provenance, plugins), or null
   std::string config_toml;              // config.resolved.toml, or ""
   std::vector<std::string> links;       // the run's own files that exist, linked from the page
 };
 
-// Reads whatever of the files above exist. Throws headlab::Error if run_dir is not a directory
-// or an existing heads.json / attention.npy is malformed.
-RunFiles load_run_files(const std::filesystem::path& run_dir);
+// Reads whatever of the files above exist. The analysis files (heads.json, attention.npy,
+// attention_tokens.json) come from analysis_dir when it is given (an earlier checkpoint's
+// analysis, RUN_DIR/analysis/step-NNNNNN), the trainer's from run_dir. Throws headlab::Error if
+// a directory is missing or an existing heads.json / attention.npy is malformed.
+RunFiles load_run_files(const std::filesystem::path& run_dir,
+                        const std::filesystem::path& analysis_dir = {});
 
 // The page for one run.
 std::string render_run_report(const RunFiles& files);
@@ -74,9 +80,10 @@ std::string render_run_report(const RunFiles& files);
 // document has no heads.
 std::string specialization_verdict(const nlohmann::json& heads);
 
-// load_run_files + render_run_report, written to run_dir/report.html; returns that path.
-// Throws headlab::Error on an I/O failure.
-std::filesystem::path write_run_report(const std::filesystem::path& run_dir);
+// load_run_files + render_run_report, written to report.html in analysis_dir (when given) or
+// run_dir; returns that path. Throws headlab::Error on an I/O failure.
+std::filesystem::path write_run_report(const std::filesystem::path& run_dir,
+                                       const std::filesystem::path& analysis_dir = {});
 
 // Points of a metrics.jsonl stream, split into training and evaluation rows. A row counts as
 // evaluation when it has "eval": true, "split"/"kind"/"type" equal to "eval", or an

@@ -19,9 +19,12 @@ namespace fs = std::filesystem;
 const SectionSpec<RunView> kRunSections[] = {
     {"summary", "Summary", summary_body},
     {"curves", "Training curves", curves_body},
+    {"timeline", "Specialization over training", timeline_body},
     {"specialization", "Head x relation matrix", specialization_body},
     {"attention", "Attention maps on the example sentences", attention_body, kAttentionScript},
     {"ablation", "Ablation and importance", ablation_body},
+    {"pruning", "Pruning curve", pruning_body},
+    {"composition", "Composition across layers", composition_body},
     {"heads", "Every head in numbers", table_body},
     {"config", "Config, versions and files", files_body},
 };
@@ -29,8 +32,8 @@ const SectionSpec<RunView> kRunSections[] = {
 // The files of a run directory that the page links when present (train.log and run.json come
 // from newer trainers).
 constexpr const char* kLinked[] = {
-    "train.log",     "run.json",   "summary.json",  "config.resolved.toml",
-    "metrics.jsonl", "heads.json", "attention.npy", "attention_tokens.json"};
+    "train.log",      "run.json",   "summary.json",  "config.resolved.toml", "metrics.jsonl",
+    "timeline.jsonl", "heads.json", "attention.npy", "attention_tokens.json"};
 
 // The run's own files, or null / "" where a file is absent (its section then says so).
 json optional_json(const fs::path& path) {
@@ -64,17 +67,20 @@ std::string mass_matrix_svg(const json& heads, const std::string& title, int cel
   return matrix(h, "mass", title, true, cell);
 }
 
-RunFiles load_run_files(const fs::path& run_dir) {
+RunFiles load_run_files(const fs::path& run_dir, const fs::path& analysis_dir) {
   if (!fs::is_directory(run_dir)) fail("report: '{}' is not a run directory", run_dir.string());
+  const fs::path& a = analysis_dir.empty() ? run_dir : analysis_dir;
+  if (!fs::is_directory(a)) fail("report: '{}' is not an analysis directory", a.string());
   RunFiles f;
   f.name = fs::absolute(run_dir).lexically_normal().filename().string();
   if (f.name.empty())
     f.name = fs::absolute(run_dir).lexically_normal().parent_path().filename().string();
-  f.heads = optional_json(run_dir / "heads.json");
-  f.tokens = optional_json(run_dir / "attention_tokens.json");
-  if (fs::exists(run_dir / "attention.npy"))
-    f.attention = read_npy((run_dir / "attention.npy").string());
+  if (!analysis_dir.empty()) f.name += " (" + analysis_dir.filename().string() + ")";
+  f.heads = optional_json(a / "heads.json");
+  f.tokens = optional_json(a / "attention_tokens.json");
+  if (fs::exists(a / "attention.npy")) f.attention = read_npy((a / "attention.npy").string());
   f.metrics = read_jsonl(run_dir / "metrics.jsonl");
+  f.timeline = read_jsonl(run_dir / "timeline.jsonl");
   f.summary = optional_json(run_dir / "summary.json");
   f.run = optional_json(run_dir / "run.json");
   f.config_toml = optional_text(run_dir / "config.resolved.toml");
@@ -93,15 +99,15 @@ std::string render_run_report(const RunFiles& f) {
   return html_page("headlab run: " + f.name, body, scripts);
 }
 
-fs::path write_run_report(const fs::path& run_dir) {
+fs::path write_run_report(const fs::path& run_dir, const fs::path& analysis_dir) {
   std::string html;
   try {
-    html = render_run_report(load_run_files(run_dir));
+    html = render_run_report(load_run_files(run_dir, analysis_dir));
   } catch (const json::exception& e) {  // a hand-edited heads.json or attention_tokens.json
     fail("report: the analysis files in '{}' are not as headlab writes them: {}", run_dir.string(),
          e.what());
   }
-  const fs::path path = run_dir / "report.html";
+  const fs::path path = (analysis_dir.empty() ? run_dir : analysis_dir) / "report.html";
   write_file_atomic(path, html);
   return path;
 }

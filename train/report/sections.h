@@ -42,6 +42,18 @@ std::string specialization_body(const RunView& v);
 std::string attention_body(const RunView& v);
 std::string ablation_body(const RunView& v);
 std::string table_body(const RunView& v);
+// "timeline": s_match and each head's mass on its final relation against steps, the step each
+// relation is first claimed (its assigned head's mass > 0.5) and the order of the claims, from
+// timeline.jsonl. A note when the run has no timeline.
+std::string timeline_body(const RunView& v);
+// "pruning": accuracy and component accuracy against heads pruned (heads.json "pruning"), each
+// pruned head marked with the relation it carried, and whether the specialized heads were the
+// last to go. A note when heads.json has no pruning curve.
+std::string pruning_body(const RunView& v);
+// "composition": for each head of layer >= 1 the lower head it composes with (heads.json
+// "composition"), and the strongest two-step path drawn on the first example sentence. "" for a
+// one-layer model.
+std::string composition_body(const RunView& v);
 std::string files_body(const RunView& v);
 // The attention explorer's script (attention_script.cpp): switches the sentence and the head
 // of the maps drawn by attention_body, from the data embedded there.

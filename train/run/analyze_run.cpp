@@ -5,10 +5,12 @@
 namespace headlab {
 
 AnalysisResult analyze_run(const std::filesystem::path& run_dir, Encoder& model, const Task& task,
-                           const Config& config, const AnalysisOptions& options) {
+                           const Config& config, const AnalysisOptions& options,
+                           const std::filesystem::path& out_dir) {
   AnalysisResult result = analyze(model, task, config, options);
-  write_analysis(run_dir, result);
-  write_run_report(run_dir);
+  if (!out_dir.empty()) std::filesystem::create_directories(out_dir);
+  write_analysis(out_dir.empty() ? run_dir : out_dir, result);
+  write_run_report(run_dir, out_dir);
   return result;
 }
 

@@ -103,6 +103,7 @@ json summary_to_json(const TrainResult& r, const Config& c, int64_t parameters) 
   s["final_loss"] = number(r.final_loss);
   s["train_seconds"] = r.train_seconds;
   s["wall_seconds"] = r.wall_seconds;
+  s["eval_seconds"] = r.eval_seconds;
   s["steps_per_second"] = r.steps_per_second;
   s["heads"] = c.model.heads;
   s["layers"] = c.model.layers;

@@ -9,9 +9,10 @@
 // Numbers are written with 17 significant digits, so a float loss reads back exactly.
 //
 // summary.json (written once at the end): eval_accuracy, eval_loss, eval_component_accuracy,
-// steps, train_seconds, wall_seconds, steps_per_second, steps_to_95 (null if never), heads,
-// seed, final_loss, parameters, config_hash, the model and runtime settings, "versions"
-// (library_versions()), and "run_json" / "train_log": the run's provenance and log files.
+// steps, train_seconds, wall_seconds, eval_seconds, steps_per_second, steps_to_95 (null if
+// never), heads, seed, final_loss, parameters, config_hash, the model and runtime settings,
+// "versions" (library_versions()), and "run_json" / "train_log": the run's provenance and log
+// files.
 
 #include <cstdint>
 #include <filesystem>
@@ -55,6 +56,7 @@ struct TrainResult {
   double final_loss = 0;     // last training step's loss
   double train_seconds = 0;  // time in training steps (all sessions of the run)
   double wall_seconds = 0;   // everything: steps, evaluations, checkpoints, files
+  double eval_seconds = 0;   // in the periodic evaluations of this session (timeline included)
   double steps_per_second = 0;
   int64_t steps_to_95 = -1;  // first eval step with accuracy >= 0.95, -1 if none
   bool interrupted = false;  // stopped early by TrainObserver::should_stop()

@@ -2,6 +2,7 @@
 // canonical reduction of their gradients with every other rank's (train/dist/reduce.h), the
 // global batch's metrics; and an evaluation split over the ranks by batch.
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "train/analysis/head_metrics.h"
 #include "train/dist/comm.h"
 #include "train/dist/reduce.h"
 #include "train/run/trainer.h"
@@ -147,7 +149,26 @@ StepMetrics Trainer::train_step() {
   return m;
 }
 
-EvalMetrics Trainer::evaluate() {
+namespace {
+
+// Which rank evaluates which batch: the first `weighed` batches (those the timeline reads
+// attention from) on rank 0, so that their accumulation runs in batch order in one process
+// whatever the number of ranks; the rest round robin. Each rank keeps its batches' records in
+// slots, in batch order.
+struct EvalSplit {
+  int64_t batches, weighed, ranks;
+  int64_t owner(int64_t i) const { return i < weighed ? 0 : (i - weighed) % ranks; }
+  int64_t slot(int64_t i) const {
+    if (i < weighed) return i;
+    const int64_t k = i - weighed;
+    return (k % ranks == 0 ? weighed : 0) + k / ranks;
+  }
+  int64_t slots() const { return weighed + (batches - weighed + ranks - 1) / ranks; }
+};
+
+}  // namespace
+
+EvalMetrics Trainer::evaluate(HeadMetricsAccumulator* heads) {
   const TrainConfig& t = config_.train;
   struct TrainModeRestorer {
     Encoder& model;
@@ -155,31 +176,42 @@ EvalMetrics Trainer::evaluate() {
   } restore{*model_};
   NoGradGuard no_grad;
   model_->eval();
-  // Batch i is evaluated by rank i mod N, in slot i / N of its records.
-  const int64_t ranks = comm_->size(), per_rank = (t.eval_batches + ranks - 1) / ranks;
+  // The first train.timeline_batches batches (0: all) also give their weights (one [B, h, T, T]
+  // per layer, the unfused path) against the gold partners, on every process count alike.
+  const int64_t weighed =
+      heads ? (t.timeline_batches == 0 ? t.eval_batches
+                                       : std::min(t.timeline_batches, t.eval_batches))
+            : 0;
+  const EvalSplit split{t.eval_batches, weighed, comm_->size()};
   const size_t relations = task_->relations().size(), width = 3 + relations;
-  std::vector<double> mine(static_cast<size_t>(per_rank) * width, 0.0);
+  std::vector<double> mine(static_cast<size_t>(split.slots()) * width, 0.0);
   Batch batch;
-  for (int64_t j = 0; j < per_rank; ++j) {
-    const int64_t i = comm_->rank() + j * ranks;
-    if (i >= t.eval_batches) break;
+  for (int64_t i = 0; i < t.eval_batches; ++i) {
+    if (split.owner(i) != comm_->rank()) continue;
     task_->generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
     feature_spans(batch, spans_);
-    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len);
+    const bool weigh = i < weighed;
+    EncoderOutput out = model_->forward(spans_, batch.batch_size, batch.seq_len, nullptr, weigh);
+    if (weigh) {
+      std::vector<Tensor> weights;
+      for (const Var& w : out.weights) weights.push_back(w.value());
+      heads->add(weights, batch.partners, labelled_tokens(batch));
+    }
     Tally tally;
     tally.add(out.logits.value(), batch.labels, *task_, true);
     const double loss = cross_entropy(out.logits, batch.labels, kIgnoreIndex).value().item();
     const std::vector<double> r = eval_record(tally, loss, relations);
-    std::copy(r.begin(), r.end(), mine.begin() + static_cast<std::ptrdiff_t>(j * width));
+    std::copy(r.begin(), r.end(),
+              mine.begin() + static_cast<std::ptrdiff_t>(split.slot(i) * width));
   }
-  std::vector<double> all(mine.size() * static_cast<size_t>(ranks));
+  std::vector<double> all(mine.size() * static_cast<size_t>(split.ranks));
   comm_->allgather(bytes_of(std::span<const double>(mine)), bytes_of(std::span(all)));
   // Summed in batch order: cross_entropy is the mean over a batch's counted tokens, weighted
   // back by their number.
   double loss_sum = 0, tokens = 0, correct = 0;
   std::vector<double> hits(relations, 0.0);
   for (int64_t i = 0; i < t.eval_batches; ++i) {
-    const double* r = all.data() + ((i % ranks) * per_rank + i / ranks) * width;
+    const double* r = all.data() + (split.owner(i) * split.slots() + split.slot(i)) * width;
     loss_sum += r[0] * r[1];
     tokens += r[1];
     correct += r[2];

@@ -12,6 +12,7 @@
 #include "layers/encoder.h"
 #include "optim/clip.h"
 #include "optim/factory.h"
+#include "train/analysis/head_metrics.h"
 #include "train/config/model.h"
 #include "train/dist/agree.h"
 #include "train/dist/comm.h"
@@ -21,6 +22,7 @@
 #include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
 #include "train/run/run_dir.h"
+#include "train/run/timeline.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -225,6 +227,7 @@ struct Trainer::Session {
   double train_seconds = 0;
   double interval_seconds = 0;
   int64_t interval_tokens = 0;
+  double eval_seconds = 0;  // in the periodic evaluations (timeline rows included), this session
 
   double elapsed() const { return resumed_elapsed + seconds_since(start); }
 };
@@ -241,6 +244,9 @@ TrainResult Trainer::run(TrainObserver* observer) {
     create_directories(run_dir_);
     write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
     metrics.emplace(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
+    if (t.timeline)
+      timeline_ = std::make_unique<TimelineWriter>(run_dir_ / "timeline.jsonl",
+                                                   step_ > 0 ? step_ : -1);
   }
 
   TrainResult result;
@@ -263,6 +269,8 @@ TrainResult Trainer::run(TrainObserver* observer) {
       result.steps = step_;
       result.train_seconds = session.train_seconds;
       result.wall_seconds = session.elapsed();
+      result.eval_seconds = session.eval_seconds;
+      timeline_.reset();
       return result;
     }
   }
@@ -270,9 +278,11 @@ TrainResult Trainer::run(TrainObserver* observer) {
     result.final_eval = evaluate();
     result.final_eval.elapsed_seconds = session.elapsed();
   }
+  timeline_.reset();
   result.steps = step_;
   result.train_seconds = session.train_seconds;
   result.wall_seconds = session.elapsed();
+  result.eval_seconds = session.eval_seconds;
   result.steps_per_second =
       session.train_seconds > 0 ? static_cast<double>(step_) / session.train_seconds : 0.0;
   result.ranks = comm_->size();
@@ -299,13 +309,27 @@ void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter* metric
   }
   obs.on_step(m);
   if (due(t.eval_every)) {
-    EvalMetrics e = evaluate();
+    const Clock::time_point t0 = Clock::now();
+    EvalMetrics e = evaluate_and_record();
+    session.eval_seconds += seconds_since(t0);
     e.elapsed_seconds = session.elapsed();
     if (metrics) metrics->write_eval(e);
     obs.on_eval(e);
     if (step_ == t.steps) result.final_eval = e;
   }
   if (due(t.checkpoint_every)) checkpoint(session, obs);
+}
+
+EvalMetrics Trainer::evaluate_and_record() {
+  if (!config_.train.timeline) return evaluate();
+  // Every rank passes an accumulator, so that all agree on which batches are weighed; only
+  // rank 0's is filled (it evaluates those batches) and only rank 0 writes the row.
+  HeadMetricsAccumulator heads(static_cast<int>(model_->num_layers()),
+                               static_cast<int>(config_.model.heads),
+                               static_cast<int>(task_->relations().size()), true);
+  EvalMetrics e = evaluate(&heads);
+  if (timeline_) timeline_->write(timeline_row(e, heads.finish()));
+  return e;
 }
 
 void Trainer::checkpoint(const Session& session, TrainObserver& obs) {

@@ -28,13 +28,14 @@
 // Every log_every steps (and the last) a metrics row, every eval_every steps (and the last) an
 // evaluation (NoGradGuard, eval mode, eval_batches x eval_batch_size sentences from eval_seed,
 // the same sentences every time), every checkpoint_every steps (and the last) a checkpoint
-// (train/run/checkpoint.h). Evaluation batches are split over the ranks (batch i on rank i mod N)
-// and their counts summed in batch order. All state a step depends on (parameters, optimizer
+// (train/run/checkpoint.h). Evaluation batches are split over the ranks (the timeline's weighed
+// batches on rank 0, the others round robin) and their counts summed in batch order. All state a step depends on (parameters, optimizer
 // moments and step, the data cursor) is in the checkpoint, and the data and the dropout masks
 // are pure functions of (train.seed, step, sentence), so resume() continues bit-identically on
 // the same machine, backend and thread count.
 //
 // Files in the run directory: config.resolved.toml, metrics.jsonl (train/run/metrics.h),
+// timeline.jsonl (with train.timeline: head masses at every evaluation, train/run/timeline.h),
 // checkpoints/ (train/run/checkpoint.h), and summary.json when run() finishes. Only rank 0
 // reads or writes the run directory; the other ranks get a resumed checkpoint from rank 0 by
 // message. The trainer does not claim the directory: its caller does, once, on rank 0
@@ -63,6 +64,8 @@ class Optimizer;
 class Task;
 class Schedule;
 class MetricsWriter;
+class TimelineWriter;
+class HeadMetricsAccumulator;
 struct Batch;
 struct CheckpointData;
 
@@ -126,7 +129,7 @@ class Trainer {
 
   // One evaluation pass (see the top) at the current parameters, on every rank together;
   // leaves the model in train mode and changes no training state.
-  EvalMetrics evaluate();
+  EvalMetrics evaluate() { return evaluate(nullptr); }
   // Seconds the last step spent reducing gradients over its micro-batches and ranks.
   double last_reduce_seconds() const;
 
@@ -155,6 +158,11 @@ class Trainer {
   void after_step(StepMetrics& m, Session& session, MetricsWriter* metrics, TrainObserver& obs,
                   TrainResult& result);
   void checkpoint(const Session& session, TrainObserver& obs);
+  // evaluate(), also measuring every head's attention on the evaluation sentences into `heads`
+  // (when not null).
+  EvalMetrics evaluate(HeadMetricsAccumulator* heads);
+  // The periodic evaluation: evaluate() and, with train.timeline, its timeline.jsonl row.
+  EvalMetrics evaluate_and_record();
   void save(double elapsed, double train_seconds);
   // The other ranks' part of resume(): rank 0's loaded state, by message.
   void share_resumed_state();
@@ -172,6 +180,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Schedule> schedule_;
   std::unique_ptr<Batch> batch_;
+  std::unique_ptr<TimelineWriter> timeline_;     // open during run() with train.timeline
   std::vector<std::span<const int32_t>> spans_;  // views of batch_'s features
   int64_t step_ = 0;
   int64_t last_checkpoint_ = -1;  // step of the newest checkpoint on disk, -1 if none

@@ -10,7 +10,7 @@
 
 namespace headlab {
 
-// The grammar table of TASK.md. Index = category id.
+// The grammar table of docs/task.md. Index = category id.
 const std::array<const char*, DependencyGrammar::kCategories> DependencyGrammar::names = {
     "VERB",  "SUBJ",  "OBJ",   "ADV",   "PREP",  "AUX",   "POBJ",  "DET_S",
     "ADJ_S", "DET_O", "ADJ_O", "DET_P", "ADJ_P", "NUM_O", "INT_A", "NEG"};
@@ -21,7 +21,9 @@ const std::array<int, DependencyGrammar::kCategories> DependencyGrammar::sem = {
 
 namespace {
 
-constexpr std::array<const char*, 4> kRelationNames = {"PREV", "HEAD", "SEM", "NEXT"};
+constexpr std::array<const char*, 5> kRelationNames = {"PREV", "HEAD", "SEM", "NEXT",
+                                                       "BEFORE_HEAD"};
+constexpr size_t kMaxRelations = 4;  // K^R classes: 4^4 = 256 at the default K
 
 }  // namespace
 
@@ -32,14 +34,14 @@ const char* relation_name(Relation r) {
 Relation parse_relation(const std::string& name, const char* key) {
   for (size_t i = 0; i < kRelationNames.size(); ++i)
     if (name == kRelationNames[i]) return static_cast<Relation>(i);
-  fail("{}: unknown relation '{}' (expected one of PREV, HEAD, SEM, NEXT)", key, name);
+  fail("{}: unknown relation '{}' (expected one of PREV, HEAD, SEM, NEXT, BEFORE_HEAD)", key, name);
 }
 
 DependencyTask::DependencyTask(const DependencyOptions& options) : colours_(options.colours) {
   if (colours_ < 2 || colours_ > 64)
     fail("task.colours = {} is out of range: expected 2 <= colours <= 64", colours_);
-  if (options.relations.empty() || options.relations.size() > kRelationNames.size())
-    fail("task.relations has {} entries but expected 1 to 4 of PREV, HEAD, SEM, NEXT",
+  if (options.relations.empty() || options.relations.size() > kMaxRelations)
+    fail("task.relations has {} entries but expected 1 to 4 of PREV, HEAD, SEM, NEXT, BEFORE_HEAD",
          options.relations.size());
   for (const auto& name : options.relations) {
     const Relation r = parse_relation(name);
@@ -100,7 +102,7 @@ std::unique_ptr<Task> make_dependency_task(TaskOptions& o) {
                             "Colours K per word; the label has K^R classes."));
   d.relations = o.get_strings(
       "relations", defaults.relations,
-      OptionSpec::names(1, 4, {kRelationNames.begin(), kRelationNames.end()})
+      OptionSpec::names(1, kMaxRelations, {kRelationNames.begin(), kRelationNames.end()})
           .shaped()
           .documented("Relations R whose partners' colours form the label, in digit order."));
   d.embedding = o.get_string(
@@ -154,6 +156,10 @@ int partner(Relation r, int t, const Sentence& s) {
     }
     case Relation::sem:
       return s.position[DependencyGrammar::sem[c]];
+    case Relation::before_head: {
+      const int head = partner(Relation::head, t, s);
+      return head <= 1 ? 0 : head - 1;  // BOS when the head is BOS or the first word
+    }
   }
   return 0;
 }

@@ -8,6 +8,11 @@
 //   HEAD(i) = position of the governor of category(i)   (VERB -> BOS, position 0)
 //   SEM(i)  = position of the SEM partner of category(i)
 //   NEXT(i) = i + 1                  (optional; the last word points to BOS)
+//   BEFORE_HEAD(i) = HEAD(i) - 1     (optional; the word just before my syntactic head, BOS
+//                                     when the head is BOS or the first word). It needs two
+//                                     layers: the key at HEAD(i) - 1 is marked only by its right
+//                                     neighbour's category, which one layer cannot see
+//                                     (docs/task.md, "Composition").
 // label(i) = sum_r colour(partner_r(i)) * K^(R-1-r) over the configured relations in order
 // (PREV, HEAD, SEM: colour(PREV)*K^2 + colour(HEAD)*K + colour(SEM)), one of K^R classes.
 // BOS has label kIgnoreIndex and partner kNoPartner for every relation.
@@ -32,15 +37,15 @@ namespace headlab {
 
 class TaskOptions;
 
-enum class Relation { prev, head, sem, next };
+enum class Relation { prev, head, sem, next, before_head };
 
-// "PREV", "HEAD", "SEM", "NEXT".
+// "PREV", "HEAD", "SEM", "NEXT", "BEFORE_HEAD".
 const char* relation_name(Relation r);
 // Inverse of relation_name (exact, upper case); throws headlab::Error naming `key` and the
 // valid names.
 Relation parse_relation(const std::string& name, const char* key = "task.relations");
 
-// The fixed grammar of TASK.md.
+// The fixed grammar (docs/task.md, "Vocabulary and grammar").
 struct DependencyGrammar {
   static constexpr int kCategories = 16;
   static constexpr int kBos = 16;   // category id of BOS

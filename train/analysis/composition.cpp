@@ -1,0 +1,92 @@
+#include "train/analysis/composition.h"
+
+#include "core/error.h"
+
+namespace headlab {
+
+PathMassAccumulator::PathMassAccumulator(int layers, int heads, int relations) {
+  if (layers <= 0 || heads <= 0 || relations <= 0)
+    fail("path mass: layers, heads and relations must be positive but are {}, {}, {}", layers,
+         heads, relations);
+  const size_t n = static_cast<size_t>(layers) * heads;
+  sum_ = {layers, heads, relations, std::vector<double>(n * n * relations, 0.0)};
+}
+
+void PathMassAccumulator::add(std::span<const Tensor> attention,
+                              std::span<const std::vector<int32_t>> partners,
+                              std::span<const uint8_t> counted) {
+  check_attention_inputs(sum_.layers, sum_.heads, sum_.relations, attention, partners, counted);
+  const int L = sum_.layers, H = sum_.heads, R = sum_.relations;
+  const int64_t B = attention[0].size(0), T = attention[0].size(2);
+  const size_t n = static_cast<size_t>(L) * H;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < T; ++i) {
+      const size_t q = static_cast<size_t>(b * T + i);
+      if (!counted[q]) continue;
+      ++queries_;
+      for (int l2 = 1; l2 < L; ++l2) {
+        for (int h2 = 0; h2 < H; ++h2) {
+          const float* y = attention[l2].data() + ((b * H + h2) * T + i) * T;  // A_Y[i, :]
+          for (int l1 = 0; l1 < l2; ++l1) {
+            for (int h1 = 0; h1 < H; ++h1) {
+              const float* x = attention[l1].data() + (b * H + h1) * T * T;  // A_X[:, :]
+              double* out = &sum_.values[((l2 * H + h2) * n + l1 * H + h1) * R];
+              for (int r = 0; r < R; ++r) {
+                const int32_t p = partners[r][q];
+                double s = 0.0;
+                for (int64_t j = 0; j < T; ++j) s += static_cast<double>(y[j]) * x[j * T + p];
+                out[r] += s;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+PathMass PathMassAccumulator::finish() const {
+  PathMass out = sum_;
+  const double inv = queries_ > 0 ? 1.0 / static_cast<double>(queries_) : 0.0;
+  for (double& v : out.values) v *= inv;
+  return out;
+}
+
+std::vector<HeadComposition> compositions(const HeadRelationMatrix& base, const PathMass& paths,
+                                          const std::vector<HeadRelationMatrix>& ablated) {
+  const int L = base.layers, H = base.heads, R = base.relations;
+  if (L < 2) return {};
+  if (paths.layers != L || paths.heads != H || paths.relations != R)
+    fail("composition: path masses are {} x {} x {} but the masses {} x {} x {}", paths.layers,
+         paths.heads, paths.relations, L, H, R);
+  if (static_cast<int>(ablated.size()) != (L - 1) * H)
+    fail("composition: {} ablated mass matrices but {} heads below the last layer", ablated.size(),
+         (L - 1) * H);
+  for (const HeadRelationMatrix& m : ablated)
+    if (m.layers != L || m.heads != H || m.relations != R)
+      fail("composition: an ablated mass matrix is {} x {} x {} but expected {} x {} x {}",
+           m.layers, m.heads, m.relations, L, H, R);
+  std::vector<HeadComposition> out;
+  for (int l = 1; l < L; ++l) {
+    for (int h = 0; h < H; ++h) {
+      HeadComposition c;
+      c.head = {l, h};
+      for (int k = 0; k < l * H; ++k)
+        for (int r = 0; r < R; ++r)
+          if (!c.composes_with.valid() || paths.at(c.head, {k / H, k % H}, r) > c.path_mass) {
+            c.composes_with = {k / H, k % H};
+            c.relation = r;
+            c.path_mass = paths.at(c.head, c.composes_with, r);
+          }
+      c.mass = base.at(l, h, c.relation);
+      for (int k = 0; k < l * H; ++k) {
+        const HeadRef x{k / H, k % H};
+        c.sources.push_back({x, paths.at(c.head, x, c.relation), ablated[k].at(l, h, c.relation)});
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace headlab

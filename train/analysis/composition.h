@@ -1,0 +1,72 @@
+#pragma once
+// Composition across layers: which lower-layer head a head builds on.
+//
+// Two-step attention paths (attention rollout through one head per layer, after Abnar and
+// Zuidema 2020): for a head Y in layer l2 >= 1, a head X in a layer l1 < l2 and a relation r,
+//   P[Y, X, r] = mean_i sum_j A_Y[i, j] A_X[j, p_r(i)]
+// is how much of query i's attention, going through Y to some key j and from there through X,
+// ends on r's gold partner. A relation no single head can reach in one step (BEFORE_HEAD, the
+// word before my syntactic head: docs/task.md) shows up as a path: Y looks at my head j, and X
+// at j had looked at j - 1, so Y reads from j what X put there.
+//
+// For every head Y of layer >= 1 the analysis names the path with the largest P: its relation r
+// and the head X it composes with; and, for every lower head X', P[Y, X', r] and Y's own mass
+// M[Y, r] with X' gated off (a drop there means Y's query or key depends on X': it cannot find
+// its partner without it).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+#include "train/analysis/head_metrics.h"
+
+namespace headlab {
+
+// P[Y, X, r] for every pair of heads with X in a lower layer than Y; 0 elsewhere.
+struct PathMass {
+  int layers = 0, heads = 0, relations = 0;
+  std::vector<double> values;  // [(L*H) * (L*H) * R]: index (y * L*H + x) * R + r
+
+  double at(HeadRef y, HeadRef x, int r) const {
+    const size_t n = static_cast<size_t>(layers) * heads;
+    return values[((y.layer * heads + y.head) * n + x.layer * heads + x.head) * relations + r];
+  }
+};
+
+class PathMassAccumulator {
+ public:
+  // Throws headlab::Error unless layers, heads, relations > 0.
+  PathMassAccumulator(int layers, int heads, int relations);
+  // As HeadMetricsAccumulator::add (the same arguments and checks).
+  void add(std::span<const Tensor> attention, std::span<const std::vector<int32_t>> partners,
+           std::span<const uint8_t> counted);
+  PathMass finish() const;
+
+ private:
+  PathMass sum_;
+  int64_t queries_ = 0;
+};
+
+struct CompositionSource {
+  HeadRef head;               // X', in a layer below Y
+  double path_mass = 0.0;     // P[Y, X', r]
+  double ablated_mass = 0.0;  // M[Y, r] with X' gated off
+};
+
+struct HeadComposition {
+  HeadRef head;                            // Y
+  int relation = -1;                       // r of Y's strongest path
+  HeadRef composes_with;                   // X of that path
+  double path_mass = 0.0;                  // P[Y, X, r]
+  double mass = 0.0;                       // M[Y, r]: Y alone, one step
+  std::vector<CompositionSource> sources;  // every head of the layers below Y, layer-major
+};
+
+// base: masses with every head on; ablated[k]: with head k (= l * H + h, l < L - 1) gated off,
+// one matrix per head of layers 0 .. L-2. One entry per head of layers 1 .. L-1 (none for one
+// layer); ties go to the lowest (X, r). Throws headlab::Error when the sizes disagree.
+std::vector<HeadComposition> compositions(const HeadRelationMatrix& base, const PathMass& paths,
+                                          const std::vector<HeadRelationMatrix>& ablated);
+
+}  // namespace headlab

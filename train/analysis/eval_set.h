@@ -1,0 +1,57 @@
+#pragma once
+// Internal to the analysis (analysis.cpp, pruning.cpp, composition.cpp): the evaluation
+// sentences generated once, and what is measured on them with the model's gates as set.
+// Every function runs under NoGradGuard except gate_gradients; none changes the gates unless it
+// says so.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+#include "train/analysis/head_metrics.h"
+#include "train/tasks/task.h"
+
+namespace headlab {
+
+class Encoder;
+
+namespace analysis_detail {
+
+// The evaluation batches, replayed for every gate setting. The counted (non-BOS) tokens of a
+// batch are where its label is not kIgnoreIndex.
+struct EvalSet {
+  std::vector<Batch> batches;
+};
+
+// Batches 0..batches-1 of the stream `seed`.
+EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t batch_size);
+
+std::vector<std::span<const int32_t>> feature_spans(const Batch& b);
+// Argmax over the last dim of logits [B, T, C] -> [B*T].
+void predict(const Tensor& logits, std::vector<int32_t>& out);
+// Gates [L][H] into the model's layers.
+void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates);
+
+// Accuracy (and the mean batch loss when `loss` is given) with the current gates.
+LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task,
+                       double* loss = nullptr);
+
+// Called for every batch k with its attention weights (one [B, H, T, T] per layer), its
+// counted tokens (labelled_tokens) and its logits.
+using AttentionVisitor =
+    std::function<void(size_t k, const Batch& batch, const std::vector<Tensor>& weights,
+                       std::span<const uint8_t> counted, const Tensor& logits)>;
+// Head metrics over the set with the current gates (attention of gated-off heads is still
+// computed: a gate scales a head's output, not its weights).
+HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
+                              const AttentionVisitor& visit = {});
+
+// mean over batches of |dL/dg_{l,h}| at the current gates, L the batch's mean token
+// cross-entropy; [L * H], layer-major. Parameters stop requiring gradients meanwhile; afterwards
+// the gates are back at ones without gradients (Encoder::reset_head_gates).
+std::vector<double> gate_gradients(Encoder& model, const EvalSet& set);
+
+}  // namespace analysis_detail
+}  // namespace headlab

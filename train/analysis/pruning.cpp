@@ -1,0 +1,49 @@
+#include "train/analysis/pruning.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace headlab {
+
+std::vector<double> normalise_per_layer(std::span<const double> raw, int layers, int heads,
+                                        std::span<const uint8_t> keep) {
+  const size_t H = static_cast<size_t>(heads);
+  std::vector<double> out(raw.size(), 0.0);
+  for (size_t l = 0; l < static_cast<size_t>(layers); ++l) {
+    double norm = 0.0;
+    for (size_t h = 0; h < H; ++h)
+      if (keep.empty() || keep[l * H + h]) norm += raw[l * H + h] * raw[l * H + h];
+    norm = std::sqrt(norm);
+    if (norm == 0.0) continue;
+    for (size_t h = 0; h < H; ++h)
+      if (keep.empty() || keep[l * H + h]) out[l * H + h] = raw[l * H + h] / norm;
+  }
+  return out;
+}
+
+std::vector<PruningStep> iterative_pruning(int layers, int heads, const ImportanceFn& importance,
+                                           const AccuracyFn& accuracy) {
+  if (layers <= 0 || heads <= 0)
+    fail("pruning: layers and heads must be positive but are {} and {}", layers, heads);
+  const int N = layers * heads;
+  std::vector<std::vector<float>> gates(layers, std::vector<float>(heads, 1.0f));
+  std::vector<uint8_t> alive(static_cast<size_t>(N), 1);
+  std::vector<PruningStep> curve = {{0, HeadRef{}, accuracy(gates)}};
+  for (int k = 1; k < N; ++k) {
+    const std::vector<double> raw = importance(gates);
+    if (static_cast<int>(raw.size()) != N)
+      fail("pruning: importance gave {} values but there are {} heads", raw.size(), N);
+    const std::vector<double> score = normalise_per_layer(raw, layers, heads, alive);
+    int weakest = -1;
+    for (int i = 0; i < N; ++i)
+      if (alive[i] && (weakest < 0 || score[i] < score[weakest])) weakest = i;
+    alive[weakest] = 0;
+    const HeadRef ref{weakest / heads, weakest % heads};
+    gates[ref.layer][ref.head] = 0.0f;
+    curve.push_back({k, ref, accuracy(gates)});
+  }
+  return curve;
+}
+
+}  // namespace headlab
