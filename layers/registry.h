@@ -24,7 +24,8 @@
 //
 // A factory reads its options through LayerOptions. Keys come from the layer's own table (e.g.
 // [model.norm_options]) or, when absent there, from values the enclosing model passes down
-// (d_model, heads, head_dim, d_ff, activation, dropout, attn_dropout, max_len), else from the
+// (d_model, heads, head_dim, d_ff, activation, attn_dropout and init to the attention, ffn and
+// norm slots; d_model, max_len, kind and init_std to the positions slot), else from the
 // factory's default. Every key of the own table must be read: after the factory returns, any
 // key it never asked for is an error listing the keys it did ask for. So a factory should ask
 // for all of its keys unconditionally.

@@ -81,6 +81,9 @@ TEST_CASE("plugins: a plugin's task and layers train, evaluate, analyse and repo
   CHECK(report.find("alibi_attention") != std::string::npos);
   CHECK(report.find("HEAD") == std::string::npos);  // nothing of the dependency task
   CHECK(report.find("gold partners of the mirror task's relations") != std::string::npos);
+  // The report's Versions table names the plugin the run loaded.
+  CHECK(report.find("<td class=\"l\">plugin</td><td class=\"l\">" + kPlugin.string() + " (sha256 " +
+                    headlab::sha256_file(kPlugin).substr(0, 16)) != std::string::npos);
   // eval, analyze and --resume load the plugin from run.json, without --plugin.
   const RunResult e = cli({"eval", run.string(), "--json"});
   REQUIRE_MESSAGE(e.exit_code == 0, e.describe());

@@ -1,5 +1,6 @@
 #include "train/cli/options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -106,6 +107,21 @@ std::string shell_command(const std::vector<std::string>& args) {
     out += (out.empty() ? "" : " ") + (plain ? a : word + "'");
   }
   return out;
+}
+
+std::string resume_command(const std::filesystem::path& out,
+                           const std::vector<std::string>& drop) {
+  std::vector<std::string> args;
+  bool has_resume = false, has_out = false;
+  for (const std::string& a : command_line()) {
+    if (std::find(drop.begin(), drop.end(), a) != drop.end()) continue;
+    has_resume = has_resume || a == "--resume";
+    has_out = has_out || a == "--out" || a.rfind("--out=", 0) == 0;
+    args.push_back(a);
+  }
+  if (!has_out) args.insert(args.end(), {"--out", out.string()});
+  if (!has_resume) args.push_back("--resume");
+  return shell_command(args);
 }
 
 }  // namespace headlab::cli

@@ -4,6 +4,7 @@
 // hints a message gives).
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,10 @@ void set_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();
 // `args` as one line a shell reads back the same (words with special characters single-quoted).
 std::string shell_command(const std::vector<std::string>& args);
+// The command that continues what this process was doing in `out`: its own command line without
+// the words in `drop`, with --resume and --out OUT added where missing (the hint an interrupted
+// train or sweep prints).
+std::string resume_command(const std::filesystem::path& out,
+                           const std::vector<std::string>& drop = {});
 
 }  // namespace headlab::cli

@@ -172,20 +172,6 @@ SweepSpec make_spec(const SweepArgs& a) {
   return spec;
 }
 
-// The command that continues this sweep.
-std::string resume_command(const fs::path& out) {
-  std::vector<std::string> args;
-  bool has_resume = false, has_out = false;
-  for (const std::string& a : command_line()) {
-    has_resume = has_resume || a == "--resume";
-    has_out = has_out || a == "--out" || a.rfind("--out=", 0) == 0;
-    args.push_back(a);
-  }
-  if (!has_out) args.insert(args.end(), {"--out", out.string()});
-  if (!has_resume) args.push_back("--resume");
-  return shell_command(args);
-}
-
 // Every rank validates every run's config; rank 0 alone checks the run directories (they are on
 // its host) and tells the others what --resume does with each run. With several ranks they must
 // agree on the build (plugins included) and on the runs.

@@ -65,22 +65,6 @@ RunDirUse dir_use(const TrainArgs& a) {
   return a.resume ? RunDirUse::write : a.overwrite ? RunDirUse::overwrite : RunDirUse::create;
 }
 
-// The command that continues this run: this one with --resume (and --out) instead of
-// --overwrite / --dry-run.
-std::string resume_command(const fs::path& out) {
-  std::vector<std::string> args;
-  bool has_resume = false, has_out = false;
-  for (const std::string& a : command_line()) {
-    if (a == "--overwrite" || a == "--dry-run") continue;
-    has_resume = has_resume || a == "--resume";
-    has_out = has_out || a == "--out" || a.rfind("--out=", 0) == 0;
-    args.push_back(a);
-  }
-  if (!has_out) args.insert(args.end(), {"--out", out.string()});
-  if (!has_resume) args.push_back("--resume");
-  return shell_command(args);
-}
-
 std::string summary_text(const TrainResult& r, const Config& c) {
   const EvalMetrics& e = r.final_eval;
   std::string s = fmt::format("run: {}\n", r.run_dir.string());
@@ -133,7 +117,7 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
     record_session_end(out, fmt::format("interrupted by {}", signal_name(signal)), result.steps);
     Output::get().final_line(
         fmt::format("headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
-                    signal_name(signal), result.steps, resume_command(out)));
+                    signal_name(signal), result.steps, resume_command(out, {"--overwrite", "--dry-run"})));
     return 128 + signal;
   }
   // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).

@@ -255,10 +255,13 @@ void check_layer_names(const Config& config) {
     const std::string hint = closest_match(name, known);
     std::string list;
     for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-    fail("{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}",
-         where, spec.layer_key, name,
-         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
-         layer_kind_name(spec.kind), list);
+    // Without a close match the likeliest cause is a plugin's layer without its plugin.
+    fail(
+        "{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}{}",
+        where, spec.layer_key, name,
+        hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
+        layer_kind_name(spec.kind), list,
+        hint.empty() ? " (a plugin's layer needs --plugin PATH or runtime.plugins)" : "");
   }
 }
 

@@ -55,6 +55,7 @@ struct RunFiles {
   NpyArray attention;                   // attention.npy, empty if missing
   std::vector<nlohmann::json> metrics;  // metrics.jsonl rows (unparsable lines skipped)
   nlohmann::json summary;               // summary.json, or null
+  nlohmann::json run;                   // run.json (provenance, plugins), or null
   std::string config_toml;              // config.resolved.toml, or ""
   std::vector<std::string> links;       // the run's own files that exist, linked from the page
 };

@@ -76,6 +76,7 @@ RunFiles load_run_files(const fs::path& run_dir) {
     f.attention = read_npy((run_dir / "attention.npy").string());
   f.metrics = read_jsonl(run_dir / "metrics.jsonl");
   f.summary = optional_json(run_dir / "summary.json");
+  f.run = optional_json(run_dir / "run.json");
   f.config_toml = optional_text(run_dir / "config.resolved.toml");
   for (const char* name : kLinked)
     if (fs::is_regular_file(run_dir / name)) f.links.push_back(name);

@@ -189,6 +189,15 @@ std::string files_body(const RunView& v) {
   for (const auto& [k, x] : versions.items())
     body += "<tr><td class=\"l\">" + svg::escape(k) + "</td><td class=\"l\">" +
             svg::escape(x.is_string() ? x.get<std::string>() : x.dump()) + "</td></tr>";
+  // The plugins the run loaded, as run.json records them: the file and its SHA-256.
+  const json plugins = f.run.is_object() ? f.run.value("plugins", json::array()) : json::array();
+  for (const json& p : plugins.is_array() ? plugins : json::array()) {
+    if (!p.is_object()) continue;
+    const std::string path = p.value("path", std::string("?"));
+    body += "<tr><td class=\"l\">plugin</td><td class=\"l\">" + svg::escape(path) +
+            " (sha256 " + svg::escape(p.value("sha256", std::string("?")).substr(0, 16)) +
+            "\u2026)</td></tr>";
+  }
   body += fmt::format("<tr><td class=\"l\">report</td><td class=\"l\">headlab {}</td></tr>",
                       HEADLAB_VERSION);
   const json eval = f.heads.is_object() ? f.heads.value("eval", json::object()) : json::object();
