@@ -99,19 +99,25 @@ class MpiComm final : public Comm {
   // that are in step takes about that; Open MPI moves a large message only inside MPI calls, so
   // a rank that slept between tests would slow every transfer down), then yielding the core
   // between tests, as Open MPI's blocking calls do when ranks share cores, while it waits for
-  // a rank that is behind. Throws after timeout_ seconds.
+  // a rank that is behind. Throws after timeout_ seconds of waiting. A pause of this process
+  // itself (more than a second between two looks at the clock: it was stopped, SIGSTOP, or not
+  // scheduled) is not waiting: a rank that was stopped and continued (mpirun continues it to
+  // end the job after another rank gave up on it) must not blame the others for its own pause.
   void wait(MPI_Request& r, const std::string& what) {
     using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    bool patient = false;  // past the first millisecond: yield between tests
+    Clock::time_point last = Clock::now();
+    double waited = 0;
     for (long tests = 1;; ++tests) {
       int done = 0;
       check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "test", -1);
       if (done) return;
+      const bool patient = waited > 1e-3;  // past the first millisecond: yield between tests
       if (patient) sched_yield();
-      if (tests % 256 != 0) continue;
-      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-      patient = waited > 1e-3;
+      if (!patient && tests % 256 != 0) continue;  // a look at the clock per yield, else per 256
+      const Clock::time_point now = Clock::now();
+      const double step = std::chrono::duration<double>(now - last).count();
+      last = now;
+      if (step < 1.0) waited += step;
       if (waited > timeout_)
         fail("waited {:.0f} s (runtime.dist_timeout) for {}: a rank hung or is far behind",
              timeout_, what);
