@@ -37,8 +37,11 @@
 #include "layers/registry.h"
 #include "train/tasks/registry.h"
 
-// The plugin interface's version: the handshake and PluginRegistry. Bumped when either changes.
-#define HEADLAB_PLUGIN_ABI 1
+// The plugin interface's version: the handshake, PluginRegistry and the interfaces a plugin
+// implements (Task, the layer factories' LayerOptions). Bumped when any of them changes; 2:
+// tasks draw sentences by global position (Task::generate_sentences) and dropout masks come
+// from a SampleRng.
+#define HEADLAB_PLUGIN_ABI 2
 
 // The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
 // string/list ABI (both GCC and clang define these on Linux).
