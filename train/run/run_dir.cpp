@@ -172,6 +172,31 @@ std::string holder_of(const fs::path& lock) {
   return "another process";
 }
 
+// Fails with the "in use" line when a live process holds the lock of `dir`. Checked before a
+// directory's contents are judged: a live writer's half-written checkpoint is not a foreign
+// file. Opens the lock file only if it exists, read-only, and releases at once; a lock this
+// process holds is not "in use".
+void refuse_if_in_use(const fs::path& dir) {
+  const fs::path path = dir / kLock;
+  int fd;
+  do fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return;  // no lock file (or not one headlab can use): lock_dir() says why
+  struct stat st {};
+  bool busy = false;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    int rc;
+    do rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    while (rc != 0 && errno == EINTR);
+    busy = rc != 0 && errno == EWOULDBLOCK;
+  }
+  ::close(fd);  // releases the lock if it was taken
+  // This process may hold it itself (a check after its own claim).
+  if (busy && holder_of(path) != fmt::format("pid {}", ::getpid()))
+    fail("'{}' is in use by {} (a headlab process writing it): wait for it to finish or stop it",
+         dir.string(), holder_of(path));
+}
+
 // Opens and locks the lock file of `dir`; returns the descriptor.
 int lock_dir(const fs::path& dir) {
   const fs::path path = dir / kLock;
@@ -282,6 +307,7 @@ RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   if (use == RunDirUse::create) return check_create(dir, kind, marker);
   if (use == RunDirUse::write) {
     read_run_marker(dir, kind);
+    refuse_if_in_use(dir);
     check_own_files(dir, kind);
     return RunDirPlan::write;
   }
@@ -294,6 +320,7 @@ RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
         dir.string(), names[0]);
   }
   read_run_marker(dir, kind);
+  refuse_if_in_use(dir);
   if (const std::string foreign = foreign_entry(dir, kind); !foreign.empty())
     fail("cannot overwrite '{}': it holds '{}', which headlab did not write; move it away first",
          dir.string(), foreign);
