@@ -250,6 +250,13 @@ TEST_CASE("train: cli --dry-run says what the run would be and creates nothing")
   CHECK(r.out.find("steps: 1 to ") != std::string::npos);
   CHECK(r.out.find("would write: a new run directory run") != std::string::npos);
   CHECK_FALSE(fs::exists(d / "run"));
+  // Every file the run then writes is in the list (the marker and the lock aside).
+  const Result real = headlab(fmt::format("train '{}' --out run --set model.heads=8", kTiny), d);
+  REQUIRE_MESSAGE(real.code == 0, real.err);
+  const std::string listed = r.out.substr(r.out.find("would write: "));
+  for (const std::string& name : entries_of(d / "run"))
+    if (name != ".headlab" && name != ".headlab.lock")
+      CHECK_MESSAGE(listed.find(name) != std::string::npos, name << " is not in: " << listed);
   // A directory that could not receive the run is refused the same way as without --dry-run.
   fs::create_directories(d / "full");
   std::ofstream(d / "full" / "notes.txt") << "mine";

@@ -102,9 +102,10 @@ int print_dry_run(const TrainArgs& a, Trainer& trainer, RunDirPlan plan) {
              c.train.steps, c.train.batch_size, c.train.checkpoint_every, c.train.keep_checkpoints);
   fmt::print("would write: {} {}\n", what, out.string());
   fmt::print(
-      "  config.resolved.toml, metrics.jsonl, train.log, run.json, checkpoints/, "
+      "  config.resolved.toml, metrics.jsonl{}, train.log, run.json, checkpoints/, "
       "summary.json{}\n",
-      a.no_analysis ? "" : ", heads.json, attention.npy, report.html");
+      c.train.timeline ? ", timeline.jsonl" : "",
+      a.no_analysis ? "" : ", heads.json, attention.npy, attention_tokens.json, report.html");
   return kOk;
 }
 
