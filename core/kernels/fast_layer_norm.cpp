@@ -120,6 +120,30 @@ HEADLAB_INLINE void store_ds(const float* __restrict h, const float* __restrict 
   }
 }
 
+// One row's terms of the block partials of the parameter gradients: pg += g xhat, pb += g.
+HEADLAB_INLINE void add_param_row(const float* __restrict g, const float* __restrict h,
+                                  float* __restrict pg, float* __restrict pb, int64_t cols) {
+#pragma omp simd
+  for (int64_t j = 0; j < cols; ++j) {
+    pg[j] += g[j] * h[j];
+    pb[j] += g[j];
+  }
+}
+
+// A row block's partials added into dgamma and dbeta (either may be null).
+HEADLAB_INLINE void fold_param_block(const float* __restrict pg, const float* __restrict pb,
+                                     float* __restrict dgamma, float* __restrict dbeta,
+                                     int64_t cols) {
+  if (dgamma) {
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) dgamma[j] += pg[j];
+  }
+  if (dbeta) {
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) dbeta[j] += pb[j];
+  }
+}
+
 // part holds 2 * cols floats of scratch (block partials of dgamma and dbeta).
 HEADLAB_INLINE void add_layer_norm_backward_body(
     const float* __restrict xhat, const float* __restrict rstd, const float* __restrict gamma,
@@ -142,24 +166,9 @@ HEADLAB_INLINE void add_layer_norm_backward_body(
       ds_means(h, g, gamma, cols, inv_n, mu, muh);
       store_ds(h, g, gamma, rstd[i], mu, muh, dx + i * cols, accumulate_dx,
                dr ? dr + i * cols : nullptr, accumulate_dr, cols);
-      if (params) {
-#pragma omp simd
-        for (int64_t j = 0; j < cols; ++j) {
-          pg[j] += g[j] * h[j];
-          pb[j] += g[j];
-        }
-      }
+      if (params) add_param_row(g, h, pg, pb, cols);
     }
-    if (params) {
-      if (dgamma) {
-#pragma omp simd
-        for (int64_t j = 0; j < cols; ++j) dgamma[j] += pg[j];
-      }
-      if (dbeta) {
-#pragma omp simd
-        for (int64_t j = 0; j < cols; ++j) dbeta[j] += pb[j];
-      }
-    }
+    fold_param_block(pg, pb, dgamma, dbeta, cols);
   }
 }
 
@@ -223,22 +232,9 @@ HEADLAB_INLINE void layer_norm_backward_body(const float* __restrict x,
       float mu, muh;
       ds_means(h, g, gamma, cols, inv_n, mu, muh);
       store_ds(h, g, gamma, rs, mu, muh, dx + i * cols, false, nullptr, false, cols);
-      if (params) {
-#pragma omp simd
-        for (int64_t j = 0; j < cols; ++j) {
-          pg[j] += g[j] * h[j];
-          pb[j] += g[j];
-        }
-      }
+      if (params) add_param_row(g, h, pg, pb, cols);
     }
-    if (dgamma) {
-#pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) dgamma[j] += pg[j];
-    }
-    if (dbeta) {
-#pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) dbeta[j] += pb[j];
-    }
+    fold_param_block(pg, pb, dgamma, dbeta, cols);
   }
 }
 
