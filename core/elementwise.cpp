@@ -63,6 +63,29 @@ double sum(const float* x, int64_t n) {
   return acc;
 }
 
+void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  // A row's maximum first (a vector reduction, no dependence from one element to the next),
+  // then the first element equal to it: what the compare-and-keep walk finds, several times
+  // faster on the classifier's rows (it ran once per evaluated token).
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    float m = row[0];
+    bool nan = false;
+#pragma omp simd reduction(max : m) reduction(|| : nan)
+    for (int64_t c = 0; c < cols; ++c) {
+      m = std::max(m, row[c]);
+      nan = nan || std::isnan(row[c]);
+    }
+    int64_t best = 0;
+    if (nan) {
+      best = std::max_element(row, row + cols) - row;
+    } else {
+      while (row[best] != m) ++best;
+    }
+    out[r] = static_cast<int32_t>(best);
+  }
+}
+
 void swap_middle_dims(const float* x, int64_t n0, int64_t n1, int64_t n2, int64_t n3, float* out) {
   // x[i, j, k, :] -> out[i, k, j, :]; rows of n3 floats move as a block.
   for (int64_t i = 0; i < n0; ++i)

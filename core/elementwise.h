@@ -26,6 +26,10 @@ void sum_rows(const float* x, int64_t rows, int64_t cols, float alpha, float* ou
 void sum_rows_product(const float* a, const float* b, int64_t rows, int64_t cols, float* out);
 // sum_i x[i] in double.
 double sum(const float* x, int64_t n);
+// out[r] = the index of row r's largest value in x [rows, cols], the first of equal ones: what
+// std::max_element picks, NaN included (a row holding one takes the element-by-element walk).
+// cols >= 1.
+void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out);
 
 // Swaps the middle dims of [n0, n1, n2, n3]: out[i, k, j, l] = x[i, j, k, l], out is
 // [n0, n2, n1, n3]. With n3 = 1 it transposes the last two dims of [n0, n1, n2]; with

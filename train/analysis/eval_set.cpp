@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "core/elementwise.h"
 #include "layers/encoder.h"
 
 namespace headlab::analysis_detail {
@@ -51,10 +52,7 @@ std::vector<std::span<const int32_t>> feature_spans(const Batch& b) {
 void predict(const Tensor& logits, std::vector<int32_t>& out) {
   const int64_t C = logits.shape().back(), rows = logits.numel() / C;
   out.resize(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * C;
-    out[r] = static_cast<int32_t>(std::max_element(row, row + C) - row);
-  }
+  ew::argmax_rows(logits.data(), rows, C, out.data());
 }
 
 void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates) {

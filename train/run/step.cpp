@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "core/elementwise.h"
 #include "layers/encoder.h"
 #include "optim/clip.h"
 #include "optim/optimizer.h"
@@ -37,10 +38,8 @@ struct Tally {
     for (int64_t i = 0; i < rows; ++i) {
       const int32_t label = labels[static_cast<size_t>(i)];
       if (label == kIgnoreIndex) continue;
-      const float* row = x + i * classes;
       int32_t best = 0;
-      for (int64_t c = 1; c < classes; ++c)
-        if (row[c] > row[best]) best = static_cast<int32_t>(c);
+      ew::argmax_rows(x + i * classes, 1, classes, &best);
       ++tokens;
       correct += best == label;
       for (size_t r = 0; r < relation_hits.size(); ++r)
