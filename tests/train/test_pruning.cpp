@@ -16,6 +16,7 @@
 #include "tests/train/analysis_test_util.h"
 #include "train/analysis/analysis.h"
 #include "train/analysis/composition.h"
+#include "train/analysis/eval_set.h"
 #include "train/analysis/pruning.h"
 #include "train/config/config.h"
 #include "train/io/json.h"
@@ -195,33 +196,69 @@ TEST_CASE("train: pruning a hand-built model removes the heads that add nothing 
   CHECK(j["composition"] == json::array());
 }
 
+TEST_CASE("train: the pruning curve's accuracies are those of evaluating each gate setting") {
+  // The curve takes each step's accuracy from the forward passes that also give the next
+  // ranking's gradients; on a random model (predictions move with every gate) they must equal a
+  // plain evaluation with the same heads gated off.
+  TempDir dir("headlab-prune-eval");
+  const Config config = parse_config(kHandBuilt, "hand.toml");
+  Trainer trainer(config, dir.path / "run");
+  Encoder& model = trainer.model();
+  const AnalysisResult r = analyze(model, trainer.task(), config);
+  REQUIRE(r.pruning.size() == 4);
+  const analysis_detail::EvalSet set = analysis_detail::make_eval_set(
+      trainer.task(), static_cast<uint64_t>(config.train.eval_seed), config.train.eval_batches,
+      config.train.eval_batch_size);
+  Gates gates(1, std::vector<float>(4, 1.0f));
+  model.eval();
+  for (const PruningStep& step : r.pruning) {
+    CAPTURE(step.heads_pruned);
+    if (step.pruned.valid()) gates[step.pruned.layer][step.pruned.head] = 0.0f;
+    analysis_detail::set_gates(model, gates);
+    const LabelAccuracy plain = analysis_detail::evaluate(model, set, trainer.task());
+    CHECK(step.accuracy.accuracy == plain.accuracy);
+    CHECK(step.accuracy.component == plain.component);
+  }
+  model.reset_head_gates();
+}
+
 TEST_CASE("train: iterative pruning recomputes importance after each removal") {
   // Heads 1 and 2 back each other up: each looks unimportant while the other is there. A
   // ranking computed once would remove both; recomputed, the survivor becomes vital.
   const auto importance = [](const Gates& g) {
     return std::vector<double>{1.0, g[0][2] > 0 ? 0.1 : 2.0, g[0][1] > 0 ? 0.2 : 2.0};
   };
-  int evaluations = 0;
-  const auto accuracy = [&](const Gates& g) {
-    ++evaluations;
+  const auto accuracy = [](const Gates& g) {
     double alive = 0;
     for (float v : g[0]) alive += v;
     return LabelAccuracy{alive / 3, {alive / 3}, 100};
   };
-  const std::vector<PruningStep> curve = iterative_pruning(1, 3, importance, accuracy);
+  std::vector<bool> asked;  // whether each measure call asked for importance
+  const auto measure = [&](const Gates& g, bool want) {
+    asked.push_back(want);
+    return GateMeasure{accuracy(g), want ? importance(g) : std::vector<double>{}};
+  };
+  const Gates ones(1, std::vector<float>(3, 1.0f));
+  const std::vector<PruningStep> curve =
+      iterative_pruning(1, 3, GateMeasure{accuracy(ones), importance(ones)}, measure);
   REQUIRE(curve.size() == 3);
-  CHECK(evaluations == 3);
+  // One measure per removal; importance for every one but the last (nothing is ranked after it).
+  CHECK(asked == std::vector<bool>{true, false});
+  CHECK(curve[0].accuracy.accuracy == doctest::Approx(1.0));
   CHECK(curve[1].pruned == HeadRef{0, 1});
   CHECK(curve[2].pruned == HeadRef{0, 0});  // not head 2, which is now the important one
   CHECK(curve[2].accuracy.accuracy == doctest::Approx(1.0 / 3));
 
   // Importance is compared after L2 normalisation within each layer (Michel et al.): raw, head
   // (1, 0) at 0.5 would go first; normalised, (0, 0) at 1/sqrt(101) does.
-  const auto two_layers = [](const Gates&) { return std::vector<double>{1.0, 10.0, 0.5, 0.5}; };
-  const auto flat = [](const Gates&) { return LabelAccuracy{1.0, {1.0}, 1}; };
-  CHECK(iterative_pruning(2, 2, two_layers, flat)[1].pruned == HeadRef{0, 0});
-  CHECK_THROWS_AS(iterative_pruning(1, 3, two_layers, flat), Error);
-  CHECK_THROWS_AS(iterative_pruning(0, 3, two_layers, flat), Error);
+  const std::vector<double> skewed = {1.0, 10.0, 0.5, 0.5};
+  const auto flat = [&](const Gates&, bool want) {
+    return GateMeasure{LabelAccuracy{1.0, {1.0}, 1}, want ? skewed : std::vector<double>{}};
+  };
+  const GateMeasure full{LabelAccuracy{1.0, {1.0}, 1}, skewed};
+  CHECK(iterative_pruning(2, 2, full, flat)[1].pruned == HeadRef{0, 0});
+  CHECK_THROWS_AS(iterative_pruning(1, 3, full, flat), Error);  // 4 importances for 3 heads
+  CHECK_THROWS_AS(iterative_pruning(0, 3, full, flat), Error);
 
   const std::vector<double> raw = {3.0, 4.0, 1.0, 0.0};
   const std::vector<uint8_t> keep = {1, 1, 1, 0};

@@ -158,20 +158,23 @@ void measure_importance(Encoder& model, const EvalSet& set, AnalysisResult& res)
   }
 }
 
-// The pruning curve (pruning.h) with this model's gates and the eval set; gates back at ones.
-std::vector<PruningStep> prune(Encoder& model, const Task& task, const EvalSet& set) {
+// The pruning curve (pruning.h) with this model's gates and the eval set, starting from the
+// accuracy and importance already measured (res.eval, measure_importance); gates back at ones.
+std::vector<PruningStep> prune(Encoder& model, const Task& task, const EvalSet& set,
+                               const AnalysisResult& res) {
   using Gates = std::vector<std::vector<float>>;
-  const auto importance = [&](const Gates& g) {
+  GateMeasure unpruned{res.eval, {}};
+  for (const HeadAnalysis& h : res.per_head) unpruned.importance.push_back(h.importance_raw);
+  const auto measure = [&](const Gates& g, bool importance) {
     set_gates(model, g);
-    return gate_gradients(model, set);
-  };
-  const auto accuracy = [&](const Gates& g) {
-    set_gates(model, g);
-    return evaluate(model, set, task);
+    if (!importance) return GateMeasure{evaluate(model, set, task), {}};
+    LabelAccuracyAccumulator accuracy(task);
+    std::vector<double> raw = gate_gradients(model, set, &accuracy);
+    return GateMeasure{accuracy.finish(), std::move(raw)};
   };
   std::vector<PruningStep> curve =
       iterative_pruning(static_cast<int>(model.num_layers()),
-                        static_cast<int>(model.options().heads), importance, accuracy);
+                        static_cast<int>(model.options().heads), unpruned, measure);
   model.reset_head_gates();
   return curve;
 }
@@ -207,7 +210,7 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   ablate_heads(model, task, set, res);
   ablate_groups(model, task, set, options.group_min_mass, res);
   measure_importance(model, set, res);
-  res.pruning = prune(model, task, set);
+  res.pruning = prune(model, task, set, res);
   res.composition = compose(model, set, res);
   return res;
 }

@@ -93,16 +93,25 @@ HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
   return acc.finish();
 }
 
-std::vector<double> gate_gradients(Encoder& model, const EvalSet& set) {
+std::vector<double> gate_gradients(Encoder& model, const EvalSet& set,
+                                   LabelAccuracyAccumulator* accuracy) {
   const int64_t L = model.num_layers(), H = model.options().heads;
   std::vector<double> sum(static_cast<size_t>(L * H), 0.0);
   {
     FrozenParameters frozen(model);
     for (int64_t l = 0; l < L; ++l) model.attention(l).set_gate_requires_grad(true);
+    std::vector<int32_t> pred;
     for (const Batch& b : set.batches) {
       EncoderOutput out = model.forward(feature_spans(b), b.batch_size, b.seq_len);
+      if (accuracy) {
+        predict(out.logits.value(), pred);
+        accuracy->add(pred, b.labels);
+      }
       Var loss = cross_entropy(out.logits, b.labels, kIgnoreIndex);
-      if (!loss.requires_grad()) break;  // no attention layer: nothing to measure
+      if (!loss.requires_grad()) {  // no attention layer: no gradient to measure
+        if (accuracy) continue;
+        break;
+      }
       loss.backward();
       for (int64_t l = 0; l < L; ++l) {
         const Var& g = model.head_gate(l);

@@ -49,9 +49,12 @@ HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
                               const AttentionVisitor& visit = {});
 
 // mean over batches of |dL/dg_{l,h}| at the current gates, L the batch's mean token
-// cross-entropy; [L * H], layer-major. Parameters stop requiring gradients meanwhile; afterwards
-// the gates are back at ones without gradients (Encoder::reset_head_gates).
-std::vector<double> gate_gradients(Encoder& model, const EvalSet& set);
+// cross-entropy; [L * H], layer-major. With `accuracy`, the same forward passes' predictions are
+// added to it (what evaluate would find with these gates: recording the tape changes no value).
+// Parameters stop requiring gradients meanwhile; afterwards the gates are back at ones without
+// gradients (Encoder::reset_head_gates).
+std::vector<double> gate_gradients(Encoder& model, const EvalSet& set,
+                                   LabelAccuracyAccumulator* accuracy = nullptr);
 
 }  // namespace analysis_detail
 }  // namespace headlab

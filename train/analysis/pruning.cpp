@@ -22,26 +22,27 @@ std::vector<double> normalise_per_layer(std::span<const double> raw, int layers,
   return out;
 }
 
-std::vector<PruningStep> iterative_pruning(int layers, int heads, const ImportanceFn& importance,
-                                           const AccuracyFn& accuracy) {
+std::vector<PruningStep> iterative_pruning(int layers, int heads, const GateMeasure& unpruned,
+                                           const MeasureFn& measure) {
   if (layers <= 0 || heads <= 0)
     fail("pruning: layers and heads must be positive but are {} and {}", layers, heads);
   const int N = layers * heads;
   std::vector<std::vector<float>> gates(layers, std::vector<float>(heads, 1.0f));
   std::vector<uint8_t> alive(static_cast<size_t>(N), 1);
-  std::vector<PruningStep> curve = {{0, HeadRef{}, accuracy(gates)}};
+  std::vector<PruningStep> curve = {{0, HeadRef{}, unpruned.accuracy}};
+  GateMeasure now = unpruned;
   for (int k = 1; k < N; ++k) {
-    const std::vector<double> raw = importance(gates);
-    if (static_cast<int>(raw.size()) != N)
-      fail("pruning: importance gave {} values but there are {} heads", raw.size(), N);
-    const std::vector<double> score = normalise_per_layer(raw, layers, heads, alive);
+    if (static_cast<int>(now.importance.size()) != N)
+      fail("pruning: importance gave {} values but there are {} heads", now.importance.size(), N);
+    const std::vector<double> score = normalise_per_layer(now.importance, layers, heads, alive);
     int weakest = -1;
     for (int i = 0; i < N; ++i)
       if (alive[i] && (weakest < 0 || score[i] < score[weakest])) weakest = i;
     alive[weakest] = 0;
     const HeadRef ref{weakest / heads, weakest % heads};
     gates[ref.layer][ref.head] = 0.0f;
-    curve.push_back({k, ref, accuracy(gates)});
+    now = measure(gates, k + 1 < N);  // after the last removal no ranking is needed
+    curve.push_back({k, ref, now.accuracy});
   }
   return curve;
 }

@@ -22,17 +22,23 @@ struct PruningStep {
   LabelAccuracy accuracy;
 };
 
-// The importance of every head ([L * H], layer-major) with the heads in `gates` ([L][H], 0 =
-// pruned) as given: raw |dL/dg| (normalised here).
-using ImportanceFn = std::function<std::vector<double>(const std::vector<std::vector<float>>&)>;
-// Accuracy with those gates.
-using AccuracyFn = std::function<LabelAccuracy(const std::vector<std::vector<float>>&)>;
+// What is measured with the heads in `gates` ([L][H], 0 = pruned) as given: the accuracy and,
+// when asked, every head's raw importance |dL/dg| ([L * H], layer-major; normalised here). Both
+// come from the same forward passes, so a step that needs both pays for one pass over the
+// evaluation set, not two.
+struct GateMeasure {
+  LabelAccuracy accuracy;
+  std::vector<double> importance;  // empty when not asked
+};
+using MeasureFn =
+    std::function<GateMeasure(const std::vector<std::vector<float>>& gates, bool importance)>;
 
 // The pruning curve over `layers` x `heads` heads: layers * heads entries, heads_pruned 0 ..
-// layers * heads - 1. Throws headlab::Error unless layers, heads > 0 and importance returns
-// layers * heads values.
-std::vector<PruningStep> iterative_pruning(int layers, int heads, const ImportanceFn& importance,
-                                           const AccuracyFn& accuracy);
+// layers * heads - 1. `unpruned` is the full model's measure (the analysis has it already);
+// `measure` is called once per removal, asking for importance except after the last. Throws
+// headlab::Error unless layers, heads > 0 and every importance has layers * heads values.
+std::vector<PruningStep> iterative_pruning(int layers, int heads, const GateMeasure& unpruned,
+                                           const MeasureFn& measure);
 
 // raw [L * H] divided by the L2 norm of its layer's entries where `keep` is set ([L * H]; all
 // when empty); entries not kept, and layers of norm 0, give 0.
