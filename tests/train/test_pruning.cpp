@@ -222,6 +222,31 @@ TEST_CASE("train: the pruning curve's accuracies are those of evaluating each ga
   model.reset_head_gates();
 }
 
+TEST_CASE("train: the analysis evaluates each gate setting once") {
+  TempDir dir("headlab-gate-evals");
+  const Config config = parse_config(kHandBuilt, "hand.toml");
+  Trainer trainer(config, dir.path / "run");
+  Encoder& model = trainer.model();
+  model.eval();
+  const analysis_detail::EvalSet set = analysis_detail::make_eval_set(
+      trainer.task(), static_cast<uint64_t>(config.train.eval_seed), 2, 32);
+  analysis_detail::GateEvaluations evals(model, set, trainer.task());
+  const Gates off_0 = gates_without(1, 4, std::vector<HeadRef>{{0, 0}});
+  const Gates off_1 = gates_without(1, 4, std::vector<HeadRef>{{0, 1}});
+  // A new setting is evaluated with those gates ...
+  const LabelAccuracy first = evals.accuracy(off_0);
+  model.reset_head_gates();
+  analysis_detail::set_gates(model, off_0);
+  CHECK(analysis_detail::evaluate(model, set, trainer.task()).accuracy == first.accuracy);
+  // ... and a known one is answered from what was measured (a recorded value comes back as given).
+  const LabelAccuracy made_up{0.125, {0.25, 0.5, 0.75}, 7};
+  evals.record(off_1, made_up);
+  CHECK(evals.accuracy(off_1).accuracy == 0.125);
+  CHECK(evals.accuracy(off_1).count == 7);
+  CHECK(evals.accuracy(off_0).accuracy == first.accuracy);
+  model.reset_head_gates();
+}
+
 TEST_CASE("train: iterative pruning recomputes importance after each removal") {
   // Heads 1 and 2 back each other up: each looks unimportant while the other is there. A
   // ranking computed once would remove both; recomputed, the survivor becomes vital.

@@ -108,7 +108,7 @@ void measure_attention(Encoder& model, const Task& task, const EvalSet& set, int
 
 // Each head's metrics, and the accuracy with that head gated off and with only it kept in its
 // layer.
-void ablate_heads(Encoder& model, const Task& task, const EvalSet& set, AnalysisResult& res) {
+void ablate_heads(Encoder& model, GateEvaluations& evals, AnalysisResult& res) {
   const int L = res.layers, H = res.heads, R = static_cast<int>(res.relations.size());
   res.per_head.resize(static_cast<size_t>(L) * H);
   for (int l = 0; l < L; ++l) {
@@ -124,26 +124,23 @@ void ablate_heads(Encoder& model, const Task& task, const EvalSet& set, Analysis
       a.entropy = res.metrics.head_entropy(l, h);
       a.confidence = res.metrics.head_confidence(l, h);
       const HeadRef self{l, h};
-      set_gates(model, gates_without(L, H, std::span<const HeadRef>(&self, 1)));
-      const LabelAccuracy off = evaluate(model, set, task);
+      const LabelAccuracy off =
+          evals.accuracy(gates_without(L, H, std::span<const HeadRef>(&self, 1)));
       a.ablation_accuracy = off.accuracy;
       a.ablation_component = off.component;
-      set_gates(model, gates_keep_only(L, H, self));
-      const LabelAccuracy only = evaluate(model, set, task);
+      const LabelAccuracy only = evals.accuracy(gates_keep_only(L, H, self));
       a.keep_only_accuracy = only.accuracy;
       a.keep_only_component = only.component;
     }
   }
+  model.reset_head_gates();
 }
 
 // Each relation's group of heads gated off together, and the R x R drop in component accuracy.
-void ablate_groups(Encoder& model, const Task& task, const EvalSet& set, double min_mass,
-                   AnalysisResult& res) {
+void ablate_groups(Encoder& model, GateEvaluations& evals, double min_mass, AnalysisResult& res) {
   res.groups = relation_groups(res.metrics.mass, min_mass);
-  for (const std::vector<HeadRef>& group : res.groups) {
-    set_gates(model, gates_without(res.layers, res.heads, group));
-    res.group_ablated.push_back(evaluate(model, set, task));
-  }
+  for (const std::vector<HeadRef>& group : res.groups)
+    res.group_ablated.push_back(evals.accuracy(gates_without(res.layers, res.heads, group)));
   res.group_drops = group_ablation_drops(res.eval, res.group_ablated);
   model.reset_head_gates();
 }
@@ -161,16 +158,18 @@ void measure_importance(Encoder& model, const EvalSet& set, AnalysisResult& res)
 // The pruning curve (pruning.h) with this model's gates and the eval set, starting from the
 // accuracy and importance already measured (res.eval, measure_importance); gates back at ones.
 std::vector<PruningStep> prune(Encoder& model, const Task& task, const EvalSet& set,
-                               const AnalysisResult& res) {
+                               GateEvaluations& evals, const AnalysisResult& res) {
   using Gates = std::vector<std::vector<float>>;
   GateMeasure unpruned{res.eval, {}};
   for (const HeadAnalysis& h : res.per_head) unpruned.importance.push_back(h.importance_raw);
   const auto measure = [&](const Gates& g, bool importance) {
+    if (!importance) return GateMeasure{evals.accuracy(g), {}};
     set_gates(model, g);
-    if (!importance) return GateMeasure{evaluate(model, set, task), {}};
     LabelAccuracyAccumulator accuracy(task);
     std::vector<double> raw = gate_gradients(model, set, &accuracy);
-    return GateMeasure{accuracy.finish(), std::move(raw)};
+    const LabelAccuracy acc = accuracy.finish();
+    evals.record(g, acc);
+    return GateMeasure{acc, std::move(raw)};
   };
   std::vector<PruningStep> curve =
       iterative_pruning(static_cast<int>(model.num_layers()),
@@ -207,10 +206,12 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   res.eval = evaluate(model, set, task, &res.eval_loss);
   measure_attention(model, task, set, options.examples, res);
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);
-  ablate_heads(model, task, set, res);
-  ablate_groups(model, task, set, options.group_min_mass, res);
+  GateEvaluations evals(model, set, task);
+  evals.record(gates_without(res.layers, res.heads, {}), res.eval);  // all ones
+  ablate_heads(model, evals, res);
+  ablate_groups(model, evals, options.group_min_mass, res);
   measure_importance(model, set, res);
-  res.pruning = prune(model, task, set, res);
+  res.pruning = prune(model, task, set, evals, res);
   res.composition = compose(model, set, res);
   return res;
 }

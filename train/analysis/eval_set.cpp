@@ -76,6 +76,12 @@ LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task, dou
   return acc.finish();
 }
 
+LabelAccuracy GateEvaluations::accuracy(const Gates& gates) {
+  if (const auto it = known_.find(gates); it != known_.end()) return it->second;
+  set_gates(model_, gates);
+  return known_[gates] = evaluate(model_, set_, task_);
+}
+
 HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
                               const AttentionVisitor& visit) {
   NoGradGuard no_grad;

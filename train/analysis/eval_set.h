@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -37,6 +38,28 @@ void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates);
 // Accuracy (and the mean batch loss when `loss` is given) with the current gates.
 LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task,
                        double* loss = nullptr);
+
+// Each gate setting's accuracy, evaluated once: the analysis meets some settings more than once
+// (a relation group of one head is that head's ablation; with one head in a layer, keeping it
+// is the ungated model; the pruning curve ends at a keep-only setting), and evaluation is
+// deterministic, so a repeated setting's accuracy is the one already measured.
+class GateEvaluations {
+ public:
+  using Gates = std::vector<std::vector<float>>;
+  GateEvaluations(Encoder& model, const EvalSet& set, const Task& task)
+      : model_(model), set_(set), task_(task) {}
+  // With these gates ([L][H]); a setting not met before is set on the model and evaluated (the
+  // gates stay set), a known one leaves the model as it is.
+  LabelAccuracy accuracy(const Gates& gates);
+  // A setting's accuracy measured elsewhere (the ungated evaluation, a pruning step's passes).
+  void record(const Gates& gates, const LabelAccuracy& accuracy) { known_[gates] = accuracy; }
+
+ private:
+  Encoder& model_;
+  const EvalSet& set_;
+  const Task& task_;
+  std::map<Gates, LabelAccuracy> known_;
+};
 
 // Called for every batch k with its attention weights (one [B, H, T, T] per layer), its
 // counted tokens (labelled_tokens) and its logits.
