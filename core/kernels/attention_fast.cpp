@@ -110,14 +110,12 @@ HEADLAB_INLINE void prefetch_forward(const AttentionDesc& d, int64_t x, const fl
   if (x >= d.batch * d.heads) return;
   const Head h{d, x / d.heads, x % d.heads};
   const int64_t tt = d.len * d.len;
+  if (d.dropout_mask) prefetch_rows(d.dropout_mask + h.bh() * tt, 1, tt, 0, false);
   for (int part = 0; part < 3; ++part)
     prefetch_rows(qkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), false);
   prefetch_rows(p + h.bh() * tt, 1, tt, 0, true);
+  if (d.dropout_mask) prefetch_rows(p_drop + h.bh() * tt, 1, tt, 0, true);
   prefetch_rows(out + h.o_off(), d.len, d.dim, h.ldo(), true);
-  if (d.dropout_mask) {
-    prefetch_rows(d.dropout_mask + h.bh() * tt, 1, tt, 0, false);
-    prefetch_rows(p_drop + h.bh() * tt, 1, tt, 0, true);
-  }
 }
 
 // What head x reads in the backward (Q, K, V, dO, P, P' and the multipliers) and the dqkv lines
@@ -128,16 +126,17 @@ HEADLAB_INLINE void prefetch_backward(const AttentionDesc& d, int64_t x, const f
   if (x >= d.batch * d.heads) return;
   const Head h{d, x / d.heads, x % d.heads};
   const int64_t tt = d.len * d.len;
-  for (int part = 0; part < 3; ++part) {
-    prefetch_rows(qkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), false);
-    prefetch_rows(dqkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), true);
-  }
-  prefetch_rows(dout + h.o_off(), d.len, d.dim, h.ldo(), false);
   prefetch_rows(p + h.bh() * tt, 1, tt, 0, false);
   if (d.dropout_mask) {
     prefetch_rows(p_drop + h.bh() * tt, 1, tt, 0, false);
     prefetch_rows(d.dropout_mask + h.bh() * tt, 1, tt, 0, false);
   }
+  prefetch_rows(dout + h.o_off(), d.len, d.dim, h.ldo(), false);
+  for (int part = 0; part < 3; ++part) {
+    prefetch_rows(qkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), false);
+  }
+  for (int part = 0; part < 3; ++part)
+    prefetch_rows(dqkv + h.q_off() + part * d.heads * d.dim, d.len, d.dim, h.ld(), true);
 }
 
 // Heads ahead that are prefetched.
