@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/kernels/fast.h"
 
 namespace headlab::ew {
 
@@ -177,7 +178,15 @@ void dropout_mask(SampleRng& rng, float p, float* mask, int64_t rows, int64_t n)
   HEADLAB_ASSERT(rows >= 1 && n % rows == 0);
   const uint64_t site = rng.next_site();
   const int64_t per_row = n / rows;
-  for (int64_t r = 0; r < rows; ++r) {
+  int64_t r = 0;
+  if (fast::avx512_enabled()) {  // eight rows' generators side by side, the same draws
+    for (; r + 8 <= rows; r += 8) {
+      Rng group[8];
+      for (int l = 0; l < 8; ++l) group[l] = rng.row(site, static_cast<uint64_t>(r + l));
+      fast::dropout_rows8(group, p, mask + r * per_row, per_row, per_row);
+    }
+  }
+  for (; r < rows; ++r) {
     Rng row = rng.row(site, static_cast<uint64_t>(r));
     dropout_mask(row, p, mask + r * per_row, per_row);
   }

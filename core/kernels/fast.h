@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/rng.h"
+
 // The build attribute and inlining for the two builds of each kernel body.
 #if defined(__clang__)  // the fuzz build: clang's target attribute has no prefer-vector-width,
                         // and takes no [[...]] attribute after __attribute__
@@ -47,6 +49,11 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
                          const float* dy, float* dx, float* dgamma, float* dbeta, int64_t rows,
                          int64_t cols);
+
+// Dropout masks of eight rows at once (dropout_fast.cpp), AVX-512 only: row l (ld floats apart)
+// gets the n elements that ew::dropout_mask(rows[l], p, row, n) would draw, the same bits, and
+// rows[l] ends where that leaves it.
+void dropout_rows8(Rng (&rows)[8], float p, float* mask, int64_t ld, int64_t n);
 
 // Threads for a kernel over `work` floats: OpenMP's count when there is enough work to share,
 // else 1 (a parallel region costs microseconds).

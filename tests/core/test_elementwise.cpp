@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "core/elementwise.h"
 #include "core/rng.h"
+#include "core/sample_rng.h"
 
 using namespace headlab;
 
@@ -54,5 +56,31 @@ TEST_CASE("core: argmax_rows on infinities, signed zeros and NaN") {
   for (const std::vector<float>& row : rows) {
     CAPTURE(row);
     CHECK(argmax_of_rows(row, 4) == max_element_of_rows(row, 4));
+  }
+}
+
+TEST_CASE("core: sample-keyed dropout masks draw each row from its own generator, in order") {
+  // Every row r must be what the scalar mask of rng.row(site, r) gives, bit for bit, however
+  // many rows the vectorized path takes at once (eight) and whatever is left over.
+  for (int64_t rows : {1, 7, 8, 9, 16, 35}) {
+    for (int64_t per_row : {1, 7, 8, 17, 1156}) {
+      for (float p : {0.0f, 0.15f, 0.5f}) {
+        CAPTURE(rows);
+        CAPTURE(per_row);
+        CAPTURE(p);
+        SampleRng rng(42);
+        rng.set_position(3, 100);
+        std::vector<float> mask(static_cast<size_t>(rows * per_row), -1.0f);
+        ew::dropout_mask(rng, p, mask.data(), rows, rows * per_row);
+        SampleRng again(42);
+        again.set_position(3, 100);
+        std::vector<float> want(mask.size());
+        for (int64_t r = 0; r < rows; ++r) {
+          Rng row = again.row(0, static_cast<uint64_t>(r));
+          ew::dropout_mask(row, p, want.data() + r * per_row, per_row);
+        }
+        CHECK(std::memcmp(mask.data(), want.data(), mask.size() * sizeof(float)) == 0);
+      }
+    }
   }
 }
