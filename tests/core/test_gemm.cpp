@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/kernels/simd/gemm.h"
@@ -80,4 +82,31 @@ TEST_CASE("core: own gemm gives the same bits on 1 and 2 threads, and on every r
     CHECK(same_bits(two, again));
   }
   set_num_threads(saved);
+}
+
+TEST_CASE("core: own gemm sums each element's k terms in order, one FMA each, in one accumulator") {
+  // The claim the two cases above rest on, checked against a scalar loop bit for bit, for every
+  // transpose and for more rows than columns and fewer.
+  if (!fast::own_gemm_available()) return;
+  Rng rng(83);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [m, n] : {std::pair<int64_t, int64_t>{21, 75}, {75, 21}, {32, 128}}) {
+        GemmDesc d{.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = 301, .alpha = 0.125f,
+                   .beta = 0.5f};
+        const GemmDesc r = d.resolved();
+        const auto a = random_vec(m * d.k, rng), b = random_vec(d.k * n, rng);
+        const auto c0 = random_vec(m * n, rng);
+        std::vector<float> want(c0);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            float acc = 0.0f;
+            for (int64_t p = 0; p < d.k; ++p)
+              acc = std::fma(ta ? a[p * r.lda + i] : a[i * r.lda + p],
+                             tb ? b[j * r.ldb + p] : b[p * r.ldb + j], acc);
+            want[i * n + j] = std::fma(d.beta, c0[i * n + j], acc * d.alpha);
+          }
+        INFO("m=", m, " n=", n, " ta=", ta, " tb=", tb);
+        CHECK(same_bits(run(d, a, b, c0), want));
+      }
 }
