@@ -30,6 +30,10 @@ double sum(const float* x, int64_t n);
 // std::max_element picks, NaN included (a row holding one takes the element-by-element walk).
 // cols >= 1.
 void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out);
+namespace detail {
+// argmax_rows' loop for CPUs without AVX-512 (where it has its own), for the tests.
+void argmax_rows_portable(const float* x, int64_t rows, int64_t cols, int32_t* out);
+}  // namespace detail
 
 // Swaps the middle dims of [n0, n1, n2, n3]: out[i, k, j, l] = x[i, j, k, l], out is
 // [n0, n2, n1, n3]. With n3 = 1 it transposes the last two dims of [n0, n1, n2]; with

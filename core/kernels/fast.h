@@ -42,6 +42,9 @@ bool avx512_enabled();
 // onednn flavour's where avx512_enabled() (no oneDNN primitive, so no allocation per call).
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols);
 void log_softmax_rows(const float* x, float* y, int64_t rows, int64_t cols);
+// ew::argmax_rows (the first position of each row's largest value, NaN as std::max_element
+// takes it), AVX-512 only.
+void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out);
 // LayerNorm forward and backward (Kernels::layer_norm_forward / _backward's contracts), AVX-512
 // only, likewise (fast_layer_norm.cpp).
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,

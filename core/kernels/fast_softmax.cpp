@@ -1,11 +1,12 @@
 // Softmax and log-softmax rows of the onednn flavour on AVX-512 (see fast.h): the score rows'
 // vectorized exp (simd/attention_softmax.h), so cross-entropy's two row passes run without a
-// oneDNN primitive. Rows are shared among OpenMP threads when there is enough work; each row is
+// oneDNN primitive; and the predicted class of each row of logits (argmax_rows). Rows are shared among OpenMP threads when there is enough work; each row is
 // computed by one thread the same way, so the thread count does not change the result.
 
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -61,6 +62,31 @@ void rows_in_parallel(const float* x, float* y, int64_t rows, int64_t cols, Rang
 }
 
 }  // namespace
+
+HEADLAB_AVX512_TARGET void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    int64_t best = 0;
+    if (!std::isnan(row[0])) {  // std::max_element keeps a NaN that comes first
+      // max_ps(v, m) returns m when v is NaN and keeps m on equal zeros: NaNs are skipped and
+      // the maximum is a value of the row, as max_element finds it.
+      const __m512 first = _mm512_set1_ps(row[0]);
+      __m512 m = first;
+      for (int64_t c = 0; c < cols; c += 16)
+        m = _mm512_max_ps(_mm512_mask_loadu_ps(first, lanes(cols - c), row + c), m);
+      const __m512 mx = _mm512_set1_ps(reduce16<true>(m));
+      for (int64_t c = 0;; c += 16) {  // its first position (+0 and -0 compare equal)
+        const __mmask16 at = _mm512_mask_cmp_ps_mask(lanes(cols - c), _mm512_loadu_ps(row + c),
+                                                     mx, _CMP_EQ_OQ);
+        if (at) {
+          best = c + std::countr_zero(static_cast<unsigned>(at));
+          break;
+        }
+      }
+    }
+    out[r] = static_cast<int32_t>(best);
+  }
+}
 
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
   rows_in_parallel(x, y, rows, cols, softmax_range);

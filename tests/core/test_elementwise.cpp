@@ -25,9 +25,14 @@ std::vector<int32_t> max_element_of_rows(const std::vector<float>& x, int64_t co
   return out;
 }
 
+// Both builds: what runs here (AVX-512 where the CPU has it) and the portable loop.
 std::vector<int32_t> argmax_of_rows(const std::vector<float>& x, int64_t cols) {
   std::vector<int32_t> out(x.size() / static_cast<size_t>(cols), -1);
-  ew::argmax_rows(x.data(), static_cast<int64_t>(out.size()), cols, out.data());
+  std::vector<int32_t> portable(out.size(), -2);
+  const auto rows = static_cast<int64_t>(out.size());
+  ew::argmax_rows(x.data(), rows, cols, out.data());
+  ew::detail::argmax_rows_portable(x.data(), rows, cols, portable.data());
+  CHECK(out == portable);
   return out;
 }
 
