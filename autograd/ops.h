@@ -156,7 +156,10 @@ Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias,
 // Equals split_heads of each third, scale(batched_matmul(q, k, false, true), scale), masked_fill
 // with -inf for each mask, softmax, dropout(., p, rng) (the same keyed mask) and
 // batched_matmul(., v), then merge_heads. Masks as in MultiHeadAttention (nonzero = masked):
-// key_padding_mask [B, T], attn_mask [T, T]; they are read during the call only.
+// key_padding_mask [B, T], attn_mask [T, T]; they are read during the call only. With `weights`,
+// it receives A [B, h, T, T] (before dropout), the kernel's own copy: a constant, so only where
+// the op records nothing (no gradient mode, or nothing requires grad); elsewhere the composed ops
+// give differentiable weights.
 struct AttentionOptions {
   int64_t heads = 1;
   float scale = 1.0f;
@@ -164,6 +167,7 @@ struct AttentionOptions {
   const Tensor* attn_mask = nullptr;
   float dropout = 0.0f;  // in [0, 1); 0 outside training
   SampleRng* rng = nullptr;  // dropout masks, keyed by batch row; required when dropout > 0
+  Tensor* weights = nullptr;
 };
 Var self_attention(const Var& qkv, const AttentionOptions& options);
 

@@ -49,6 +49,13 @@ Var self_attention(const Var& qkv, const AttentionOptions& o) {
   Var out = make_output(kOp, Shape{b, t, h * d}, {&qkv});
   kernels().attention_forward(desc, qkv.value().data(), p, p_drop, out.value().data());
 
+  if (o.weights) {
+    if (out.requires_grad())
+      fail("{}: weights are returned only where no gradient is recorded (NoGradGuard), but qkv "
+           "requires grad",
+           kOp);
+    *o.weights = saved.slice(0, ntt).view({b, h, t, t}, kOp);
+  }
   // The masks are not needed any more (P is 0 where they masked): only the shapes are kept.
   desc.key_padding_mask = desc.attn_mask = nullptr;
   record(kOp, out, [qkv, saved, desc, drop](const Tensor& g) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/packed_params.h"
 #include "core/error.h"
@@ -92,11 +93,12 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   if (bias.defined())
     check_shape("multi_head_attention", "attention_bias", bias.shape(), {h, t, s});
 
-  // Fast path (self-attention, no weights asked, no bias): one GEMM for Q, K and V, the fused
+  // Fast path (self-attention, no bias; weights only where no gradient is recorded, as in
+  // evaluation, since the fused op's are constants): one GEMM for Q, K and V, the fused
   // attention op and, unless the gate is all ones, the gate on the merged heads; the same
   // function as below.
-  if (query.node() == key.node() && query.node() == value.node() && !need_weights &&
-      !bias.defined()) {
+  if (query.node() == key.node() && query.node() == value.node() &&
+      (!need_weights || !grad_enabled()) && !bias.defined()) {
     const Var ws[] = {w_q->weight, w_k->weight, w_v->weight};
     const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
     packed::ensure_values_packed(ws);  // re-packs values that were reassigned
@@ -109,9 +111,11 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
     ao.attn_mask = attn_mask;
     ao.dropout = drop ? options_.attn_dropout : 0.0f;
     ao.rng = dropout_rng_.get();
+    Tensor weights;
+    if (need_weights) ao.weights = &weights;
     Var heads = self_attention(qkv, ao);  // [B, T, h*d]
     if (!gate_is_identity()) heads = head_gate_merged(heads, gate_);
-    return {w_o->forward(heads), Var()};
+    return {w_o->forward(heads), need_weights ? Var(weights) : Var()};
   }
 
   // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads

@@ -21,6 +21,9 @@
 //
 // Attention dropout (option attn_dropout, inverted, training only) acts on the weights that
 // multiply V; the weights returned with need_weights are the softmax output before dropout.
+// Where no gradient is recorded (NoGradGuard: evaluation, the head analysis) they come from the
+// fused op with the output, the same bits as without weights; with gradients, from the composed
+// per-head ops, so that a loss can flow through them.
 //
 // Extension point: a subclass may add a bias to every head's scores by overriding
 // attention_bias() (below): A_i = softmax(Q_i K_i^T / sqrt(d) + bias_i + masks). ALiBi's

@@ -241,3 +241,41 @@ TEST_CASE("layers: average_heads is the mean over heads") {
   CHECK(avg[0] == doctest::Approx(0.4));
   CHECK(avg[1] == doctest::Approx(0.6));
 }
+
+TEST_CASE("layers: without gradients, need_weights takes the fused attention and its weights") {
+  Rng rng(12);
+  MultiHeadAttention mha({16, 4}, rng);
+  Inputs in = make_inputs(rng, 3, 7, 7, 16, false);
+  Var x(in.q);
+  mha.eval();
+  const AttentionOutput composed = mha.forward(x, x, x, nullptr, nullptr, true);  // recorded
+  NoGradGuard no_grad;
+  const AttentionOutput fused = mha.forward(x, x, x, nullptr, nullptr, true);
+  // The output is the fused op's, bit for bit what the call without weights gives ...
+  CHECK(max_abs_diff(fused.output.value(), mha.forward(x).value()) == 0.0);
+  // ... and the weights are the softmax the composed ops compute, to rounding.
+  REQUIRE(fused.weights.value().shape() == composed.weights.value().shape());
+  CHECK(max_abs_diff(fused.weights.value(), composed.weights.value()) < 1e-6);
+  CHECK(max_abs_diff(fused.output.value(), composed.output.value()) < 1e-5);
+}
+
+TEST_CASE("layers: the fused self_attention op returns its weights only where nothing is recorded") {
+  Rng rng(13);
+  Tensor qkv = Tensor::empty({2, 5, 3 * 2 * 4});
+  for (int64_t i = 0; i < qkv.numel(); ++i) qkv[i] = rng.normal();
+  Tensor weights;
+  AttentionOptions o;
+  o.heads = 2;
+  o.scale = 0.5f;
+  o.weights = &weights;
+  CHECK_THROWS_WITH_AS(self_attention(Var(qkv, true), o),
+                       doctest::Contains("self_attention: weights are returned only where"),
+                       Error);
+  self_attention(Var(qkv), o);
+  CHECK(weights.shape() == Shape{2, 2, 5, 5});
+  for (int64_t r = 0; r < 2 * 2 * 5; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < 5; ++j) sum += weights[r * 5 + j];
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+  }
+}
