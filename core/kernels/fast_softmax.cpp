@@ -1,7 +1,8 @@
 // Softmax and log-softmax rows of the onednn flavour on AVX-512 (see fast.h): the score rows'
 // vectorized exp (simd/attention_softmax.h), so cross-entropy's two row passes run without a
-// oneDNN primitive; and the predicted class of each row of logits (argmax_rows). Rows are shared among OpenMP threads when there is enough work; each row is
-// computed by one thread the same way, so the thread count does not change the result.
+// oneDNN primitive; and the predicted class of each row of logits (argmax_rows). Softmax rows
+// are shared among OpenMP threads when there is enough work; each row is computed by one thread
+// the same way, so the thread count does not change the result.
 
 #include <omp.h>
 
