@@ -38,10 +38,11 @@
 #include "train/tasks/registry.h"
 
 // The plugin interface's version: the handshake, PluginRegistry and the interfaces a plugin
-// implements (Task, the layer factories' LayerOptions). Bumped when any of them changes; 2:
-// tasks draw sentences by global position (Task::generate_sentences) and dropout masks come
-// from a SampleRng.
-#define HEADLAB_PLUGIN_ABI 2
+// implements (Task, the layer factories' LayerOptions) and the structs it hands to the library
+// (AttentionOptions). Bumped when any of them changes; 2: tasks draw sentences by global
+// position (Task::generate_sentences) and dropout masks come from a SampleRng; 3:
+// AttentionOptions can ask self_attention for its weights.
+#define HEADLAB_PLUGIN_ABI 3
 
 // The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
 // string/list ABI (both GCC and clang define these on Linux).
