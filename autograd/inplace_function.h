@@ -55,7 +55,9 @@ class InplaceFunction<R(Args...), Capacity> {
   };
   template <class Fn>
   static constexpr Ops kOps = {
-      [](void* p, Args... args) -> R { return (*static_cast<Fn*>(p))(std::forward<Args>(args)...); },
+      [](void* p, Args... args) -> R {
+        return (*static_cast<Fn*>(p))(std::forward<Args>(args)...);
+      },
       [](void* p) { static_cast<Fn*>(p)->~Fn(); },
       [](void* dst, void* src) { new (dst) Fn(std::move(*static_cast<Fn*>(src))); },
   };

@@ -103,8 +103,7 @@ Var log_softmax(const Var& x);
 // Mean cross-entropy of logits [.., C] against integer targets (one per row), skipping rows
 // whose target is ignore_index; the mean is over counted rows (0 if none). -> [1]. Targets
 // must lie in [0, C) or equal ignore_index (else throws); they are not kept after the call.
-Var cross_entropy(const Var& logits, std::span<const int32_t> targets,
-                  int32_t ignore_index = -100);
+Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index = -100);
 // LayerNorm over the last dim with optional affine gain and bias ([D] each; pass undefined Vars
 // for none). Biased variance, as the paper and PyTorch.
 Var layer_norm(const Var& x, const Var& gain, const Var& bias, float eps = 1e-5f);
@@ -145,8 +144,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias, bool relu = false);
 Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> biases);
 // LayerNorm(x + r) over the last dim, the post-norm residual: x, r [.., D], gain and bias [D] or
 // undefined. Equals layer_norm(add(x, r), gain, bias, eps).
-Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias,
-                   float eps = 1e-5f);
+Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias, float eps = 1e-5f);
 
 // Multi-head self-attention over packed projections (ops_attention.cpp), the fast path of
 // MultiHeadAttention: qkv [B, T, 3 h d] holds Q, K and V side by side (as linear_cat of w_q, w_k,
@@ -165,7 +163,7 @@ struct AttentionOptions {
   float scale = 1.0f;
   const Tensor* key_padding_mask = nullptr;
   const Tensor* attn_mask = nullptr;
-  float dropout = 0.0f;  // in [0, 1); 0 outside training
+  float dropout = 0.0f;      // in [0, 1); 0 outside training
   SampleRng* rng = nullptr;  // dropout masks, keyed by batch row; required when dropout > 0
   Tensor* weights = nullptr;
 };

@@ -51,9 +51,10 @@ Var self_attention(const Var& qkv, const AttentionOptions& o) {
 
   if (o.weights) {
     if (out.requires_grad())
-      fail("{}: weights are returned only where no gradient is recorded (NoGradGuard), but qkv "
-           "requires grad",
-           kOp);
+      fail(
+          "{}: weights are returned only where no gradient is recorded (NoGradGuard), but qkv "
+          "requires grad",
+          kOp);
     *o.weights = saved.slice(0, ntt).view({b, h, t, t}, kOp);
   }
   // The masks are not needed any more (P is 0 where they masked): only the shapes are kept.

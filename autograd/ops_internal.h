@@ -49,8 +49,12 @@ inline AroundDim around_dim(const Shape& shape, int d) {
 }
 
 // The data of an optional input or buffer (a gain, a bias), or null when it is absent.
-inline const float* data_or_null(const Var& v) { return v.defined() ? v.value().data() : nullptr; }
-inline float* data_or_null(Tensor& t) { return t.defined() ? t.data() : nullptr; }
+inline const float* data_or_null(const Var& v) {
+  return v.defined() ? v.value().data() : nullptr;
+}
+inline float* data_or_null(Tensor& t) {
+  return t.defined() ? t.data() : nullptr;
+}
 
 // Product of the dims before the last: the rows of a [.., C] tensor viewed as a matrix (also
 // right when C is 0, unlike numel() / C).

@@ -141,13 +141,13 @@ Var concat(std::span<const Var> xs, int dim) {
     bool ok = s.rank() == shape.rank();
     for (int j = 0; ok && j < s.rank(); ++j) ok = j == d || s[j] == shape[j];
     if (!ok)
-      fail("{}: input {} has shape {} but input 0 has {}: only dim {} may differ", kOp, i,
-           s.str(), xs[0].shape().str(), dim);
+      fail("{}: input {} has shape {} but input 0 has {}: only dim {} may differ", kOp, i, s.str(),
+           xs[0].shape().str(), dim);
     widths[i] = s[d];
     shape[d] += s[d];
   }
-  Var out = make_output(kOp, shape, {&in[0], &in[1], &in[2], &in[3], &in[4], &in[5], &in[6],
-                                     &in[7]});
+  Var out =
+      make_output(kOp, shape, {&in[0], &in[1], &in[2], &in[3], &in[4], &in[5], &in[6], &in[7]});
   const detail::AroundDim a = detail::around_dim(shape, d);
   for (size_t i = 0, at = 0; i < xs.size(); at += static_cast<size_t>(widths[i]), ++i)
     copy_block(in[i].value().data(), widths[i], 0, out.value().data(), a.n,

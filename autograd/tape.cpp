@@ -7,7 +7,9 @@
 
 namespace headlab {
 
-Tape::~Tape() { clear(); }
+Tape::~Tape() {
+  clear();
+}
 
 namespace {
 thread_local Tape* g_scoped_tape = nullptr;  // set by TapeScope
@@ -19,8 +21,12 @@ Tape& Tape::current() {
   return tape;
 }
 
-TapeScope::TapeScope(Tape& tape) : previous_(g_scoped_tape) { g_scoped_tape = &tape; }
-TapeScope::~TapeScope() { g_scoped_tape = previous_; }
+TapeScope::TapeScope(Tape& tape) : previous_(g_scoped_tape) {
+  g_scoped_tape = &tape;
+}
+TapeScope::~TapeScope() {
+  g_scoped_tape = previous_;
+}
 
 void Tape::record(const char* op, const Var& output, Backward backward) {
   HEADLAB_ASSERT(output.tape() == this);
@@ -30,11 +36,13 @@ void Tape::record(const char* op, const Var& output, Backward backward) {
 void Tape::backward(const Var& root, const Tensor* seed) {
   detail::Node* node = root.node_;
   if (!root.requires_grad())
-    fail("backward: the value does not require a gradient (no input with requires_grad reaches it)");
+    fail(
+        "backward: the value does not require a gradient (no input with requires_grad reaches it)");
   if (node->tape != this) fail("backward: the value belongs to another tape");
   if (node->generation != generation_)
-    fail("backward: the tape holding this value was already cleared (backward called twice on one "
-         "forward pass?)");
+    fail(
+        "backward: the tape holding this value was already cleared (backward called twice on one "
+        "forward pass?)");
   if (seed == nullptr) {
     if (root.numel() != 1)
       fail("backward: output of shape {} is not a scalar; pass a seed gradient of that shape",

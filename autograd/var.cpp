@@ -80,11 +80,21 @@ Tensor& Var::grad() const {
   HEADLAB_ASSERT(node_ != nullptr);
   return node_->grad;
 }
-bool Var::has_grad() const { return node_ && node_->grad.defined(); }
-bool Var::requires_grad() const { return node_ && node_->requires_grad; }
-bool Var::is_leaf() const { return node_ && node_->tape == nullptr; }
-Tape* Var::tape() const { return node_ ? node_->tape : nullptr; }
-uint64_t Var::generation() const { return node_ ? node_->generation : 0; }
+bool Var::has_grad() const {
+  return node_ && node_->grad.defined();
+}
+bool Var::requires_grad() const {
+  return node_ && node_->requires_grad;
+}
+bool Var::is_leaf() const {
+  return node_ && node_->tape == nullptr;
+}
+Tape* Var::tape() const {
+  return node_ ? node_->tape : nullptr;
+}
+uint64_t Var::generation() const {
+  return node_ ? node_->generation : 0;
+}
 
 void Var::set_requires_grad(bool requires_grad) const {
   if (!is_leaf()) fail("set_requires_grad: only leaves (data, parameters) can change it");
@@ -97,17 +107,25 @@ void Var::zero_grad() const {
 void Var::clear_grad() const {
   if (node_) node_->grad = Tensor();
 }
-Var Var::detach() const { return Var(value(), false); }
+Var Var::detach() const {
+  return Var(value(), false);
+}
 
 void Var::backward() const {
   if (!node_) fail("backward: called on an undefined value");
-  if (!node_->tape) fail("backward: the value was not recorded on a tape (computed under NoGradGuard, or no input requires a gradient)");
+  if (!node_->tape)
+    fail(
+        "backward: the value was not recorded on a tape (computed under NoGradGuard, or no input "
+        "requires a gradient)");
   node_->tape->backward(*this, nullptr);
 }
 
 void Var::backward(const Tensor& seed) const {
   if (!node_) fail("backward: called on an undefined value");
-  if (!node_->tape) fail("backward: the value was not recorded on a tape (computed under NoGradGuard, or no input requires a gradient)");
+  if (!node_->tape)
+    fail(
+        "backward: the value was not recorded on a tape (computed under NoGradGuard, or no input "
+        "requires a gradient)");
   node_->tape->backward(*this, &seed);
 }
 

@@ -177,7 +177,8 @@ json bench_attention(const KernelBenchOptions& o, const std::vector<int>& thread
            dout = filled(c.b * c.t * c.h * c.d), dqkv = filled(n_qkv);
     for (bool backward : {false, true}) {
       double flops = 0.0;
-      for (const GemmDesc& g : attention_gemms(d, backward)) flops += 2.0 * g.m * g.n * g.k * g.batch;
+      for (const GemmDesc& g : attention_gemms(d, backward))
+        flops += 2.0 * g.m * g.n * g.k * g.batch;
       for (int t : threads) {
         set_num_threads(t);
         const Kernels& k = kernels_for(Backend::onednn);

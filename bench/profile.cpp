@@ -3,8 +3,8 @@
 #include "bench/profile.h"
 
 #include <algorithm>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -157,9 +157,12 @@ json profile_steps(const StepSubject& subject, const ProfileOptions& o) {
     gemm_ms += out_rows.back()["gemm_only_ms"].get<double>();
   }
   return {{"mode", "profile"},
-          {"clock", o.cpu_clock ? "thread cpu" : "wall"},      {"profile_steps", o.steps},
-          {"warmup", o.warmup},     {"step_ms_median", median(step_ms)},
-          {"rows_ms_total", total}, {"gemm_only_ms", gemm_ms},
+          {"clock", o.cpu_clock ? "thread cpu" : "wall"},
+          {"profile_steps", o.steps},
+          {"warmup", o.warmup},
+          {"step_ms_median", median(step_ms)},
+          {"rows_ms_total", total},
+          {"gemm_only_ms", gemm_ms},
           {"rows", out_rows}};
 }
 

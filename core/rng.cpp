@@ -77,9 +77,12 @@ Rng::State Rng::parse_state(const std::string& text) {
     for (int i = 0; i < 16; ++i) {
       const char c = text[prefix.size() + w * 16 + i];
       int digit;
-      if (c >= '0' && c <= '9') digit = c - '0';
-      else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-      else fail("rng: state has non-hex character '{}'", c);
+      if (c >= '0' && c <= '9')
+        digit = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        digit = c - 'a' + 10;
+      else
+        fail("rng: state has non-hex character '{}'", c);
       v = v << 4 | static_cast<uint64_t>(digit);
     }
     s[w] = v;

@@ -26,7 +26,9 @@ Pool& pool() {
   return *p;
 }
 
-size_t round_up(size_t n) { return (n + kBucketFloats - 1) / kBucketFloats * kBucketFloats; }
+size_t round_up(size_t n) {
+  return (n + kBucketFloats - 1) / kBucketFloats * kBucketFloats;
+}
 
 }  // namespace
 

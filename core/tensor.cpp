@@ -14,7 +14,9 @@ Tensor Tensor::empty(const Shape& shape) {
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape) { return full(shape, 0.0f); }
+Tensor Tensor::zeros(const Shape& shape) {
+  return full(shape, 0.0f);
+}
 
 Tensor Tensor::full(const Shape& shape, float value) {
   Tensor t = empty(shape);
@@ -56,7 +58,9 @@ Tensor Tensor::clone() const {
   return t;
 }
 
-void Tensor::fill_(float value) { std::fill_n(data(), numel(), value); }
+void Tensor::fill_(float value) {
+  std::fill_n(data(), numel(), value);
+}
 
 void Tensor::copy_(const Tensor& src) {
   if (src.numel() != numel())
@@ -65,11 +69,14 @@ void Tensor::copy_(const Tensor& src) {
 }
 
 float Tensor::item() const {
-  if (numel() != 1) fail("item: tensor of shape {} has {} elements, expected 1", shape_.str(), numel());
+  if (numel() != 1)
+    fail("item: tensor of shape {} has {} elements, expected 1", shape_.str(), numel());
   return data()[0];
 }
 
-std::vector<float> Tensor::to_vector() const { return {data(), data() + numel()}; }
+std::vector<float> Tensor::to_vector() const {
+  return {data(), data() + numel()};
+}
 
 void check_shape(const char* op, const char* what, const Shape& actual, const Shape& expected) {
   if (actual != expected)

@@ -44,8 +44,8 @@ int openblas_core_vector_bits(std::string name) {
                        [&name](std::string_view c) { return name.find(c) != std::string::npos; });
   };
   if (any_of({"skylakex", "cooperlake", "sapphirerapids"})) return 512;
-  if (any_of({"haswell", "zen", "sandybridge", "bulldozer", "piledriver", "steamroller",
-              "excavator"}))
+  if (any_of(
+          {"haswell", "zen", "sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"}))
     return 256;
   return 128;
 }
@@ -99,29 +99,46 @@ namespace {
 // Readable names of oneDNN's threading runtime and ISA; null for one this build does not know.
 const char* runtime_name(unsigned runtime) {
   switch (runtime) {
-    case DNNL_RUNTIME_OMP: return "OpenMP";
-    case DNNL_RUNTIME_TBB: return "TBB";
-    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
-    case DNNL_RUNTIME_SEQ: return "sequential";
-    default: return nullptr;
+    case DNNL_RUNTIME_OMP:
+      return "OpenMP";
+    case DNNL_RUNTIME_TBB:
+      return "TBB";
+    case DNNL_RUNTIME_THREADPOOL:
+      return "threadpool";
+    case DNNL_RUNTIME_SEQ:
+      return "sequential";
+    default:
+      return nullptr;
   }
 }
 
 const char* isa_name(dnnl::cpu_isa isa) {
   using enum dnnl::cpu_isa;
   switch (isa) {
-    case all: return "no JIT (reference code only)";
-    case sse41: return "SSE4.1";
-    case avx: return "AVX";
-    case avx2: return "AVX2";
-    case avx2_vnni: return "AVX2 with VNNI";
-    case avx512_mic: return "AVX-512 (Xeon Phi)";
-    case avx512_mic_4ops: return "AVX-512 (Xeon Phi, 4ops)";
-    case avx512_core: return "AVX-512";
-    case avx512_core_vnni: return "AVX-512 with VNNI";
-    case avx512_core_bf16: return "AVX-512 with VNNI and BF16";
-    case avx512_core_amx: return "AVX-512 with VNNI, BF16 and AMX";
-    default: return nullptr;
+    case all:
+      return "no JIT (reference code only)";
+    case sse41:
+      return "SSE4.1";
+    case avx:
+      return "AVX";
+    case avx2:
+      return "AVX2";
+    case avx2_vnni:
+      return "AVX2 with VNNI";
+    case avx512_mic:
+      return "AVX-512 (Xeon Phi)";
+    case avx512_mic_4ops:
+      return "AVX-512 (Xeon Phi, 4ops)";
+    case avx512_core:
+      return "AVX-512";
+    case avx512_core_vnni:
+      return "AVX-512 with VNNI";
+    case avx512_core_bf16:
+      return "AVX-512 with VNNI and BF16";
+    case avx512_core_amx:
+      return "AVX-512 with VNNI, BF16 and AMX";
+    default:
+      return nullptr;
   }
 }
 

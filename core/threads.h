@@ -25,8 +25,8 @@ struct BlasInfo {
   // and in any other on this machine that loads the same OpenBLAS in the same environment.
   int core_vector_bits = 0;
   int cpu_vector_bits = 0;
-  std::string best_core;      // the OPENBLAS_CORETYPE that uses the widest unit ("Cooperlake")
-  std::string coretype_env;   // OPENBLAS_CORETYPE as set in the environment, or empty
+  std::string best_core;     // the OPENBLAS_CORETYPE that uses the widest unit ("Cooperlake")
+  std::string coretype_env;  // OPENBLAS_CORETYPE as set in the environment, or empty
 };
 BlasInfo blas_info();
 // The vector width of OpenBLAS's kernels for a core name ("Haswell" 256, "SkylakeX" 512).

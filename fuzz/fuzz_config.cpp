@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line = text.substr(0, std::min(text.find('\n'), size_t{4096}));
   const std::string overrides[] = {std::string(line)};
   try {
-    check_round_trip(headlab::parse_config("[task]\nname = \"dependency\"\n", "base.toml",
-                                           overrides));
+    check_round_trip(
+        headlab::parse_config("[task]\nname = \"dependency\"\n", "base.toml", overrides));
   } catch (const headlab::Error&) {
   }
   return 0;

@@ -12,9 +12,8 @@ Embedding::Embedding(const EmbeddingOptions& options, Rng& rng) : options_(optio
          options.num_embeddings, options.embedding_dim);
   if (!(options.init_std >= 0.0f))
     fail("embedding: init_std is {} but must be >= 0", options.init_std);
-  weight = register_parameter(
-      "weight",
-      init_normal({options.num_embeddings, options.embedding_dim}, options.init_std, rng));
+  weight = register_parameter("weight", init_normal({options.num_embeddings, options.embedding_dim},
+                                                    options.init_std, rng));
 }
 
 Var Embedding::forward(std::span<const int32_t> ids, const Shape& ids_shape) {

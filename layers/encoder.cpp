@@ -8,8 +8,8 @@ namespace headlab {
 namespace {
 
 EncoderLayerOptions layer_options(const EncoderOptions& o) {
-  return {o.d_model, o.heads,  o.head_dim,     o.d_ff,          o.activation, o.norm,
-          o.dropout, o.attn_dropout, o.init, o.attention_layer, o.ffn_layer,  o.norm_layer};
+  return {o.d_model,      o.heads, o.head_dim,        o.d_ff,      o.activation, o.norm, o.dropout,
+          o.attn_dropout, o.init,  o.attention_layer, o.ffn_layer, o.norm_layer};
 }
 
 EmbeddingOptions embedding_options(const EncoderOptions& o, size_t feature) {
@@ -45,8 +45,8 @@ Encoder::Encoder(const EncoderOptions& options, Rng& rng)
   const EncoderOptions& o = options;
   if (o.vocab_sizes.empty()) fail("encoder: vocab_sizes is empty (one size per input feature)");
   for (size_t f = 0; f < o.vocab_sizes.size(); ++f)
-    if (o.vocab_sizes[f] <= 0) fail("encoder: vocab_sizes[{}] is {} but must be positive", f,
-                                    o.vocab_sizes[f]);
+    if (o.vocab_sizes[f] <= 0)
+      fail("encoder: vocab_sizes[{}] is {} but must be positive", f, o.vocab_sizes[f]);
   if (o.layers < 0) fail("encoder: layers is {} but must be >= 0", o.layers);
   if (o.num_classes <= 0) fail("encoder: num_classes is {} but must be positive", o.num_classes);
   check_dropout_p(o.dropout, "encoder: dropout");
@@ -84,9 +84,8 @@ void Encoder::reset_head_gates() {
   }
 }
 
-EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> features,
-                               int64_t batch, int64_t length, const Tensor* key_padding_mask,
-                               bool need_weights) {
+EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> features, int64_t batch,
+                               int64_t length, const Tensor* key_padding_mask, bool need_weights) {
   if (features.size() != embeddings_.size())
     fail("encoder: {} input features given but the model has {} (vocab_sizes)", features.size(),
          embeddings_.size());

@@ -63,8 +63,8 @@ struct EncoderOptions {
   PositionKind positions = PositionKind::learned;
   float embed_init_std = 1.0f;
   float pos_init_std = 1.0f;
-  float dropout = 0.0f;       // on the embedding sum and on each residual branch
-  float attn_dropout = 0.0f;  // on the attention weights
+  float dropout = 0.0f;               // on the embedding sum and on each residual branch
+  float attn_dropout = 0.0f;          // on the attention weights
   Init init = Init::default_uniform;  // Linear layers
   uint64_t dropout_seed = 0;          // the key of dropout_rng()
   LayerSpec attention_layer{"multi_head_attention", {}};

@@ -44,9 +44,10 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
   auto attention = make_layer(options.attention_layer, inherited, rng, dropout_rng_);
   attn = std::dynamic_pointer_cast<MultiHeadAttention>(attention);
   if (!attn)
-    fail("encoder_layer: layer '{}' cannot fill the attention slot: it is not a "
-         "MultiHeadAttention",
-         options.attention_layer.name);
+    fail(
+        "encoder_layer: layer '{}' cannot fill the attention slot: it is not a "
+        "MultiHeadAttention",
+        options.attention_layer.name);
   register_module("attn", attn);
   ffn = register_module("ffn", make_layer(options.ffn_layer, inherited, rng, dropout_rng_));
   norm1 = register_module("norm1", make_layer(options.norm_layer, inherited, rng, dropout_rng_));

@@ -21,14 +21,12 @@ FeedForward::FeedForward(const FeedForwardOptions& options, Rng& rng,
     fail("feed_forward: d_model ({}) and d_ff ({}) must be positive", options.d_model,
          options.d_ff);
   check_dropout_p(options.activation_dropout, "feed_forward: activation_dropout");
-  w1 = register_module("w1", std::make_shared<Linear>(
-                                 LinearOptions{options.d_model, options.d_ff, options.bias,
-                                               options.init},
-                                 rng));
-  w2 = register_module("w2", std::make_shared<Linear>(
-                                 LinearOptions{options.d_ff, options.d_model, options.bias,
-                                               options.init},
-                                 rng));
+  w1 = register_module(
+      "w1", std::make_shared<Linear>(
+                LinearOptions{options.d_model, options.d_ff, options.bias, options.init}, rng));
+  w2 = register_module(
+      "w2", std::make_shared<Linear>(
+                LinearOptions{options.d_ff, options.d_model, options.bias, options.init}, rng));
 }
 
 Var FeedForward::forward(const Var& x) {

@@ -195,8 +195,8 @@ std::vector<GradcheckCase> registry_gradcheck_cases() {
   std::vector<GradcheckCase> cases;
   for (const std::string& name : registered_layers()) {
     cases.push_back(layer_case(name, "from the registry", [name](uint64_t seed) {
-      const OptionMap inherited{{"d_model", 4}, {"heads", 2},         {"d_ff", 6},
-                                {"max_len", 5}, {"activation", "gelu"}};
+      const OptionMap inherited{
+          {"d_model", 4}, {"heads", 2}, {"d_ff", 6}, {"max_len", 5}, {"activation", "gelu"}};
       Rng rng(seed);
       auto layer = make_layer(name, OptionMap{}, inherited, rng);
       return gradcheck_sequence_layer(*layer, 4, seed);
@@ -211,15 +211,13 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
     Rng rng(seed);
     Linear lin({4, 3}, rng);
     Var x(randn({2, 3, 4}, rng), true);
-    return gradcheck([&] { return lin.forward(x); }, plus_parameters({x}, lin),
-                     options_for(seed));
+    return gradcheck([&] { return lin.forward(x); }, plus_parameters({x}, lin), options_for(seed));
   }));
   c.push_back(layer_case("linear", "xavier, no bias, 2-D input", [](uint64_t seed) {
     Rng rng(seed);
     Linear lin({4, 5, false, Init::xavier_uniform}, rng);
     Var x(randn({3, 4}, rng), true);
-    return gradcheck([&] { return lin.forward(x); }, plus_parameters({x}, lin),
-                     options_for(seed));
+    return gradcheck([&] { return lin.forward(x); }, plus_parameters({x}, lin), options_for(seed));
   }));
   c.push_back(layer_case("linear", "one Linear used twice (shared parameter)", [](uint64_t seed) {
     Rng rng(seed);
@@ -232,8 +230,7 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
     Rng rng(seed);
     Embedding emb({6, 3, 1.0f}, rng);
     const std::vector<int32_t> ids = {0, 2, 2, 5, 1, 0};
-    return gradcheck([&] { return emb.forward(ids, {2, 3}); }, emb.parameters(),
-                     options_for(seed));
+    return gradcheck([&] { return emb.forward(ids, {2, 3}); }, emb.parameters(), options_for(seed));
   }));
   for (PositionKind kind : {PositionKind::learned, PositionKind::sinusoidal}) {
     const bool learned = kind == PositionKind::learned;
@@ -255,8 +252,7 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
         ln.bias.value().copy_(randn({4}, rng));
       }
       Var x(randn({2, 3, 4}, rng), true);
-      return gradcheck([&] { return ln.forward(x); }, plus_parameters({x}, ln),
-                       options_for(seed));
+      return gradcheck([&] { return ln.forward(x); }, plus_parameters({x}, ln), options_for(seed));
     }));
   }
   c.push_back(layer_case("dropout", "p 0.3, training", [](uint64_t seed) {
@@ -287,16 +283,17 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
   c.push_back(layer_case("multi_head_attention", "self", [mha](uint64_t seed) {
     return check_mha(seed, mha, false, false, {}, false);
   }));
-  c.push_back(layer_case("multi_head_attention", "cross, padding and causal masks",
-                         [mha](uint64_t seed) { return check_mha(seed, mha, true, true, {}, false); }));
-  c.push_back(layer_case("multi_head_attention", "head gate (0.7, 0) with gradient",
-                         [mha](uint64_t seed) {
-                           return check_mha(seed, mha, true, true, {0.7f, 0.0f}, false);
-                         }));
-  c.push_back(layer_case("multi_head_attention", "attention dropout 0.3, training",
-                         [](uint64_t seed) {
-                           return check_mha(seed, {4, 2, 0, 0.3f}, false, true, {}, true);
-                         }));
+  c.push_back(
+      layer_case("multi_head_attention", "cross, padding and causal masks",
+                 [mha](uint64_t seed) { return check_mha(seed, mha, true, true, {}, false); }));
+  c.push_back(
+      layer_case("multi_head_attention", "head gate (0.7, 0) with gradient", [mha](uint64_t seed) {
+        return check_mha(seed, mha, true, true, {0.7f, 0.0f}, false);
+      }));
+  c.push_back(
+      layer_case("multi_head_attention", "attention dropout 0.3, training", [](uint64_t seed) {
+        return check_mha(seed, {4, 2, 0, 0.3f}, false, true, {}, true);
+      }));
   c.push_back(layer_case("multi_head_attention", "3 heads of head_dim 2 (h*d != d_model)",
                          [](uint64_t seed) {
                            return check_mha(seed, {4, 3, 2}, true, false, {}, false);
@@ -312,10 +309,9 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
   c.push_back(layer_case("encoder", "pre-norm, learned positions, 2 layers", [](uint64_t seed) {
     return check_encoder(seed, NormPosition::pre, PositionKind::learned);
   }));
-  c.push_back(layer_case("encoder", "post-norm, sinusoidal positions, 2 layers",
-                         [](uint64_t seed) {
-                           return check_encoder(seed, NormPosition::post, PositionKind::sinusoidal);
-                         }));
+  c.push_back(layer_case("encoder", "post-norm, sinusoidal positions, 2 layers", [](uint64_t seed) {
+    return check_encoder(seed, NormPosition::post, PositionKind::sinusoidal);
+  }));
   for (auto& r : registry_gradcheck_cases()) c.push_back(std::move(r));
   return c;
 }

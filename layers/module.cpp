@@ -71,9 +71,7 @@ void Module::load_state_dict(const StateDict& state) {
   for (const auto& t : state) given.emplace(t.name, &t.tensor);
   std::string problems;
   int count = 0;
-  auto add = [&](const std::string& p) {
-    problems += (count++ ? "; " : "") + p;
-  };
+  auto add = [&](const std::string& p) { problems += (count++ ? "; " : "") + p; };
   std::unordered_set<std::string> known;
   for (const auto& p : params) {
     known.insert(p.name);

@@ -22,9 +22,10 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   if (options.head_dim < 0)
     fail("multi_head_attention: head_dim is {} but must be >= 0", options.head_dim);
   if (options.head_dim == 0 && options.d_model % options.heads != 0)
-    fail("multi_head_attention: heads = {} does not divide d_model = {} (set head_dim to use "
-         "heads * head_dim != d_model)",
-         options.heads, options.d_model);
+    fail(
+        "multi_head_attention: heads = {} does not divide d_model = {} (set head_dim to use "
+        "heads * head_dim != d_model)",
+        options.heads, options.d_model);
   check_dropout_p(options.attn_dropout, "multi_head_attention: attn_dropout");
   head_dim_ = options.head_dim > 0 ? options.head_dim : options.d_model / options.heads;
   const int64_t inner = options.heads * head_dim_;
@@ -45,15 +46,19 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
 
 void MultiHeadAttention::set_head_mask(std::span<const float> mask) {
   if (static_cast<int64_t>(mask.size()) != options_.heads)
-    fail("multi_head_attention: head mask has {} values but the layer has {} heads",
-         mask.size(), options_.heads);
+    fail("multi_head_attention: head mask has {} values but the layer has {} heads", mask.size(),
+         options_.heads);
   float* g = gate_.value().data();
   for (size_t i = 0; i < mask.size(); ++i) g[i] = mask[i];
 }
 
-void MultiHeadAttention::reset_head_mask() { gate_.value().fill_(1.0f); }
+void MultiHeadAttention::reset_head_mask() {
+  gate_.value().fill_(1.0f);
+}
 
-void MultiHeadAttention::set_gate_requires_grad(bool on) { gate_.set_requires_grad(on); }
+void MultiHeadAttention::set_gate_requires_grad(bool on) {
+  gate_.set_requires_grad(on);
+}
 
 bool MultiHeadAttention::gate_is_identity() const {
   if (gate_.requires_grad()) return false;
@@ -70,20 +75,20 @@ void MultiHeadAttention::check_inputs(const Var& query, const Var& key, const Va
     fail("multi_head_attention: query shape {} must be [B, T, {}]", query.shape().str(), d);
   const int64_t b = query.size(0), t = query.size(1);
   if (key.rank() != 3 || key.size(0) != b || key.size(2) != d)
-    fail("multi_head_attention: key shape {} must be [{}, S, {}] (query is {})",
-         key.shape().str(), b, d, query.shape().str());
+    fail("multi_head_attention: key shape {} must be [{}, S, {}] (query is {})", key.shape().str(),
+         b, d, query.shape().str());
   if (value.shape() != key.shape())
     fail("multi_head_attention: value shape {} must equal key shape {}", value.shape().str(),
          key.shape().str());
   const int64_t s = key.size(1);
-  if (key_padding_mask) check_shape("multi_head_attention", "key_padding_mask",
-                                    key_padding_mask->shape(), Shape{b, s});
+  if (key_padding_mask)
+    check_shape("multi_head_attention", "key_padding_mask", key_padding_mask->shape(), Shape{b, s});
   if (attn_mask) check_shape("multi_head_attention", "attn_mask", attn_mask->shape(), Shape{t, s});
 }
 
 AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, const Var& value,
-                                            const Tensor* key_padding_mask,
-                                            const Tensor* attn_mask, bool need_weights) {
+                                            const Tensor* key_padding_mask, const Tensor* attn_mask,
+                                            bool need_weights) {
   check_inputs(query, key, value, key_padding_mask, attn_mask);
   const int64_t b = query.size(0), t = query.size(1), s = key.size(1), h = options_.heads;
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
@@ -103,7 +108,8 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
     const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
     packed::ensure_values_packed(ws);  // re-packs values that were reassigned
     if (options_.bias) packed::ensure_values_packed(bs);
-    Var qkv = linear_cat(query, ws, options_.bias ? std::span<const Var>(bs) : std::span<const Var>());
+    Var qkv =
+        linear_cat(query, ws, options_.bias ? std::span<const Var>(bs) : std::span<const Var>());
     AttentionOptions ao;
     ao.heads = h;
     ao.scale = scale;
@@ -120,9 +126,9 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
 
   // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads
   // moves it to its own [T, d] slab so one batched GEMM scores all heads.
-  Var q = split_heads(w_q->forward(query), h);  // [B, h, T, d]
-  Var k = split_heads(w_k->forward(key), h);    // [B, h, S, d]
-  Var v = split_heads(w_v->forward(value), h);  // [B, h, S, d]
+  Var q = split_heads(w_q->forward(query), h);                            // [B, h, T, d]
+  Var k = split_heads(w_k->forward(key), h);                              // [B, h, S, d]
+  Var v = split_heads(w_v->forward(value), h);                            // [B, h, S, d]
   Var scores = headlab::scale(batched_matmul(q, k, false, true), scale);  // [B, h, T, S]
   if (bias.defined()) scores = add(scores, bias);  // [h, T, S] broadcast over B
   if (key_padding_mask) scores = masked_fill(scores, key_padding_mask->view({b, 1, 1, s}), kMasked);

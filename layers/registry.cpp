@@ -33,7 +33,9 @@ struct Entry {
 };
 using Registry = std::map<std::string, Entry, std::less<>>;
 
-int64_t no_parameters(LayerOptions&) { return 0; }
+int64_t no_parameters(LayerOptions&) {
+  return 0;
+}
 
 // The counter of Linear, whose file keeps only its factory; it reads the same keys as
 // make_linear_layer (tests/layers/test_parameter_count.cpp compares every built-in counter with
@@ -95,8 +97,8 @@ const OptionValue* LayerOptions::find(std::string_view key) {
 
 void LayerOptions::type_error(std::string_view key, const OptionValue& v,
                               const char* expected) const {
-  fail("layers: option '{}' of layer '{}' is {} but expected {}{}", key, layer_,
-       v.type_article(), expected, v.where.empty() ? "" : " (" + v.where + ")");
+  fail("layers: option '{}' of layer '{}' is {} but expected {}{}", key, layer_, v.type_article(),
+       expected, v.where.empty() ? "" : " (" + v.where + ")");
 }
 
 int64_t LayerOptions::get_int(std::string_view key, int64_t fallback) {
@@ -206,7 +208,9 @@ void unregister_layer(std::string_view name) {
   registry().erase(it);
 }
 
-bool has_layer(std::string_view name) { return registry().find(name) != registry().end(); }
+bool has_layer(std::string_view name) {
+  return registry().find(name) != registry().end();
+}
 
 LayerKind layer_kind(std::string_view name) {
   return find_entry(name).kind;

@@ -5,7 +5,9 @@
 
 namespace headlab {
 
-Var Softmax::forward(const Var& x) { return softmax(x); }
+Var Softmax::forward(const Var& x) {
+  return softmax(x);
+}
 
 std::shared_ptr<SequenceLayer> make_softmax_layer(LayerOptions&) {
   return std::make_shared<Softmax>();

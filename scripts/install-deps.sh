@@ -21,7 +21,9 @@ for flag in "$@"; do
     # scripts/test-sanitize.sh and scripts/fuzz.sh: clang with libFuzzer and the sanitizer
     # runtimes, LLVM's OpenMP for clang builds, llvm-symbolizer for readable reports.
     --sanitize) packages+=(clang libclang-rt-14-dev libomp-14-dev llvm) ;;
-    *) echo "install-deps.sh: unknown option '$flag' (expected --bench or --sanitize)" >&2; exit 2 ;;
+    # scripts/check-format.sh: the formatter whose version the check pins.
+    --format) packages+=(clang-format-14) ;;
+    *) echo "install-deps.sh: unknown option '$flag' (expected --bench, --sanitize or --format)" >&2; exit 2 ;;
   esac
 done
 missing=()

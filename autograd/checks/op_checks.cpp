@@ -155,19 +155,52 @@ void shapes(Cases& c) {
 std::vector<GradcheckCase> op_gradcheck_cases() {
   using namespace op_checks;
   Cases c;
-  for (auto* family : {linear_algebra, binary, unary, shapes, softmaxes, cross_entropy_cases,
-                       layer_norm_cases, indexing, linears, add_layer_norm_cases, attention, math,
-                       reductions, joins, selection})
+  for (auto* family :
+       {linear_algebra, binary, unary, shapes, softmaxes, cross_entropy_cases, layer_norm_cases,
+        indexing, linears, add_layer_norm_cases, attention, math, reductions, joins, selection})
     family(c);
   return c.take();
 }
 
 std::vector<std::string> differentiable_op_names() {
-  return {"matmul", "batched_matmul", "add", "sub", "mul", "scale", "relu", "gelu", "dropout",
-          "sigmoid", "tanh", "exp", "log", "sqrt", "pow", "div", "sum", "mean", "max", "reshape",
-          "transpose", "concat", "slice", "split_heads", "merge_heads", "softmax", "log_softmax",
-          "cross_entropy", "layer_norm", "embedding", "masked_fill", "where", "head_gate",
-          "head_gate_merged", "linear", "linear_cat", "add_layer_norm", "self_attention"};
+  return {"matmul",
+          "batched_matmul",
+          "add",
+          "sub",
+          "mul",
+          "scale",
+          "relu",
+          "gelu",
+          "dropout",
+          "sigmoid",
+          "tanh",
+          "exp",
+          "log",
+          "sqrt",
+          "pow",
+          "div",
+          "sum",
+          "mean",
+          "max",
+          "reshape",
+          "transpose",
+          "concat",
+          "slice",
+          "split_heads",
+          "merge_heads",
+          "softmax",
+          "log_softmax",
+          "cross_entropy",
+          "layer_norm",
+          "embedding",
+          "masked_fill",
+          "where",
+          "head_gate",
+          "head_gate_merged",
+          "linear",
+          "linear_cat",
+          "add_layer_norm",
+          "self_attention"};
 }
 
 }  // namespace headlab

@@ -169,7 +169,8 @@ void linears(Cases& c) {
         for (int64_t j = 0; j < 5; ++j) b.value()[j] += j % 2 == 0 ? 3.0f : -3.0f;
       std::vector<Var> wrt{x, w};
       if (l.bias) wrt.push_back(b);
-      return check(seed, [=] { return linear(x, w, b, l.relu); }, wrt);
+      return check(
+          seed, [=] { return linear(x, w, b, l.relu); }, wrt);
     });
   for (const bool packed : {true, false})
     c.add("linear_cat", packed ? "weights in one storage" : "separate weights",

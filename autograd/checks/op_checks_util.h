@@ -105,9 +105,9 @@ void indexing(Cases& c);
 void linears(Cases& c);
 void add_layer_norm_cases(Cases& c);
 void attention(Cases& c);
-void math(Cases& c);         // op_checks_math.cpp
-void reductions(Cases& c);   // op_checks_math.cpp
-void joins(Cases& c);        // op_checks_math.cpp
-void selection(Cases& c);    // op_checks_math.cpp
+void math(Cases& c);        // op_checks_math.cpp
+void reductions(Cases& c);  // op_checks_math.cpp
+void joins(Cases& c);       // op_checks_math.cpp
+void selection(Cases& c);   // op_checks_math.cpp
 
 }  // namespace headlab::op_checks

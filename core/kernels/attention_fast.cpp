@@ -16,11 +16,11 @@
 
 #include <omp.h>
 
+#include "core/kernels/backends.h"
+#include "core/kernels/fast.h"
 #include "core/kernels/simd/attention_blocks.h"
 #include "core/kernels/simd/attention_gemm.h"
 #include "core/kernels/simd/attention_softmax.h"
-#include "core/kernels/backends.h"
-#include "core/kernels/fast.h"
 #include "core/tensor.h"
 
 namespace headlab::fast {
@@ -38,8 +38,8 @@ HEADLAB_INLINE void transpose(const float* __restrict src, int64_t ld_src, int64
 struct Head {
   const AttentionDesc& d;
   int64_t b, i;
-  int64_t ld() const { return 3 * d.heads * d.dim; }     // qkv row stride
-  int64_t ldo() const { return d.heads * d.dim; }        // out / dout row stride
+  int64_t ld() const { return 3 * d.heads * d.dim; }  // qkv row stride
+  int64_t ldo() const { return d.heads * d.dim; }     // out / dout row stride
   int64_t bh() const { return b * d.heads + i; }
   int64_t q_off() const { return b * d.len * ld() + i * d.dim; }
   int64_t k_off() const { return q_off() + d.heads * d.dim; }
@@ -55,7 +55,7 @@ HEADLAB_INLINE void head_forward(const Head& h, const float* qkv, float* p, floa
   const int64_t t = d.len, n = d.dim, ld = h.ld();
   float* pr = p + h.bh() * t * t;
   float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : nullptr;
-  transpose(qkv + h.k_off(), ld, t, n, scratch, t);                    // K^T [d, T]
+  transpose(qkv + h.k_off(), ld, t, n, scratch, t);                        // K^T [d, T]
   mm(qkv + h.q_off(), ld, 1, scratch, t, pr, t, t, t, n, d.scale, false);  // S = scale Q K^T
   for (int64_t r = 0; r < t; ++r)
     row(pr + r * t, pd ? pd + r * t : nullptr,
@@ -78,10 +78,10 @@ HEADLAB_INLINE void head_backward(const Head& h, const float* qkv, const float* 
   const float* d_o = dout + h.o_off();
   float* vt = scratch;
   float* ds = scratch + n * t;
-  transpose(qkv + h.v_off(), ld, t, n, vt, t);                          // V^T [d, T]
-  mm(d_o, h.ldo(), 1, vt, t, ds, t, t, t, n, 1.0f, false);              // dP' = dO V^T
+  transpose(qkv + h.v_off(), ld, t, n, vt, t);                                  // V^T [d, T]
+  mm(d_o, h.ldo(), 1, vt, t, ds, t, t, t, n, 1.0f, false);                      // dP' = dO V^T
   mm(pd, 1, t, d_o, h.ldo(), dqkv + h.v_off(), ld, t, n, t, 1.0f, accumulate);  // dV = P'^T dO
-  for (int64_t r = 0; r < t; ++r) softmax_backward_body(pr, ds, mult, r, t);  // dS
+  for (int64_t r = 0; r < t; ++r) softmax_backward_body(pr, ds, mult, r, t);    // dS
   mm(ds, t, 1, qkv + h.k_off(), ld, dqkv + h.q_off(), ld, t, n, t, d.scale, accumulate);  // dQ
   mm(ds, 1, t, qkv + h.q_off(), ld, dqkv + h.k_off(), ld, t, n, t, d.scale, accumulate);  // dK
 }
@@ -202,21 +202,28 @@ struct HeadsAvx512 {
     float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : nullptr;
     transpose_to_lanes(qkv + h.k_off(), ld, t, n, scratch, width);  // K^T [d, 16 nv]
     switch (width / 16) {
-      case 1: forward_blocks<1>(h, qkv, pr, pd, scratch); break;
-      case 2: forward_blocks<2>(h, qkv, pr, pd, scratch); break;
-      case 3: forward_blocks<3>(h, qkv, pr, pd, scratch); break;
-      default: forward_blocks<4>(h, qkv, pr, pd, scratch); break;
+      case 1:
+        forward_blocks<1>(h, qkv, pr, pd, scratch);
+        break;
+      case 2:
+        forward_blocks<2>(h, qkv, pr, pd, scratch);
+        break;
+      case 3:
+        forward_blocks<3>(h, qkv, pr, pd, scratch);
+        break;
+      default:
+        forward_blocks<4>(h, qkv, pr, pd, scratch);
+        break;
     }
     mm_avx512(pd ? pd : pr, t, 1, qkv + h.v_off(), ld, out + h.o_off(), h.ldo(), t, n, t, 1.0f,
               false);  // O = P' V
   }
   HEADLAB_AVX512_TARGET void backward(const Head& h, const float* qkv, const float* p,
-                                      const float* p_drop, const float* dout, float* dqkv,
-                                      bool acc, float* scratch) const {
+                                      const float* p_drop, const float* dout, float* dqkv, bool acc,
+                                      float* scratch) const {
     const AttentionDesc& d = h.d;
     const int64_t t = d.len, n = d.dim, ld = h.ld(), width = (t + 15) / 16 * 16;
-    if (t > 64)
-      return head_backward(h, qkv, p, p_drop, dout, dqkv, acc, scratch, MmAvx512{});
+    if (t > 64) return head_backward(h, qkv, p, p_drop, dout, dqkv, acc, scratch, MmAvx512{});
     const float* pr = p + h.bh() * t * t;
     const float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : pr;
     const float* mult = d.dropout_mask ? d.dropout_mask + h.bh() * t * t : nullptr;
@@ -225,10 +232,18 @@ struct HeadsAvx512 {
     float* ds = scratch + n * width;
     transpose_to_lanes(qkv + h.v_off(), ld, t, n, vt, width);  // V^T [d, 16 nv]
     switch (width / 16) {
-      case 1: backward_blocks<1>(h, d_o, pr, mult, vt, ds); break;
-      case 2: backward_blocks<2>(h, d_o, pr, mult, vt, ds); break;
-      case 3: backward_blocks<3>(h, d_o, pr, mult, vt, ds); break;
-      default: backward_blocks<4>(h, d_o, pr, mult, vt, ds); break;
+      case 1:
+        backward_blocks<1>(h, d_o, pr, mult, vt, ds);
+        break;
+      case 2:
+        backward_blocks<2>(h, d_o, pr, mult, vt, ds);
+        break;
+      case 3:
+        backward_blocks<3>(h, d_o, pr, mult, vt, ds);
+        break;
+      default:
+        backward_blocks<4>(h, d_o, pr, mult, vt, ds);
+        break;
     }
     mm_avx512(pd, 1, t, d_o, h.ldo(), dqkv + h.v_off(), ld, t, n, t, 1.0f, acc);  // dV = P'^T dO
     mm_avx512(ds, t, 1, qkv + h.k_off(), ld, dqkv + h.q_off(), ld, t, n, t, d.scale,
@@ -256,14 +271,14 @@ struct HeadsPortable {
     const int64_t heads = d.batch * d.heads, per = scratch_per_head(d, false);                    \
     if (nt == 1) {                                                                                \
       for (int64_t x = 0; x < heads; ++x) {                                                       \
-        prefetch_forward(d, x + kAhead, qkv, p, p_drop, out);                                                          \
+        prefetch_forward(d, x + kAhead, qkv, p, p_drop, out);                                     \
         HEADS.forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out, scratch);           \
       }                                                                                           \
       return;                                                                                     \
     }                                                                                             \
-    _Pragma("omp parallel for num_threads(nt) schedule(static)")                                  \
-    for (int64_t x = 0; x < heads; ++x) {                                                         \
-      prefetch_forward(d, x + kAhead, qkv, p, p_drop, out);                                                            \
+    _Pragma("omp parallel for num_threads(nt) schedule(static)") for (int64_t x = 0; x < heads;   \
+                                                                      ++x) {                      \
+      prefetch_forward(d, x + kAhead, qkv, p, p_drop, out);                                       \
       HEADS.forward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, out,                       \
                     scratch + per * omp_get_thread_num());                                        \
     }                                                                                             \
@@ -274,15 +289,15 @@ struct HeadsPortable {
     const int64_t heads = d.batch * d.heads, per = scratch_per_head(d, true);                     \
     if (nt == 1) {                                                                                \
       for (int64_t x = 0; x < heads; ++x) {                                                       \
-        prefetch_backward(d, x + kAhead, qkv, p, p_drop, dout, dqkv);                                  \
+        prefetch_backward(d, x + kAhead, qkv, p, p_drop, dout, dqkv);                             \
         HEADS.backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate, \
                        scratch);                                                                  \
       }                                                                                           \
       return;                                                                                     \
     }                                                                                             \
-    _Pragma("omp parallel for num_threads(nt) schedule(static)")                                  \
-    for (int64_t x = 0; x < heads; ++x) {                                                         \
-      prefetch_backward(d, x + kAhead, qkv, p, p_drop, dout, dqkv);                                    \
+    _Pragma("omp parallel for num_threads(nt) schedule(static)") for (int64_t x = 0; x < heads;   \
+                                                                      ++x) {                      \
+      prefetch_backward(d, x + kAhead, qkv, p, p_drop, dout, dqkv);                               \
       HEADS.backward(Head{d, x / d.heads, x % d.heads}, qkv, p, p_drop, dout, dqkv, accumulate,   \
                      scratch + per * omp_get_thread_num());                                       \
     }                                                                                             \

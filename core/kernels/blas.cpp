@@ -13,10 +13,9 @@ void BlasKernels::matmul(const GemmDesc& desc, const float* a, const float* b, f
   for (int64_t i = 0; i < d.batch; ++i) {
     cblas_sgemm(CblasRowMajor, d.trans_a ? CblasTrans : CblasNoTrans,
                 d.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(d.m),
-                static_cast<blasint>(d.n), static_cast<blasint>(d.k), d.alpha,
-                a + i * d.stride_a, static_cast<blasint>(d.lda), b + i * d.stride_b,
-                static_cast<blasint>(d.ldb), d.beta, c + i * d.stride_c,
-                static_cast<blasint>(d.ldc));
+                static_cast<blasint>(d.n), static_cast<blasint>(d.k), d.alpha, a + i * d.stride_a,
+                static_cast<blasint>(d.lda), b + i * d.stride_b, static_cast<blasint>(d.ldb),
+                d.beta, c + i * d.stride_c, static_cast<blasint>(d.ldc));
   }
 }
 
@@ -27,8 +26,7 @@ void BlasKernels::softmax_backward(const float* y, const float* dy, float* dx, i
                                    int64_t cols) const {
   loops_.softmax_backward(y, dy, dx, rows, cols);
 }
-void BlasKernels::log_softmax_forward(const float* x, float* y, int64_t rows,
-                                      int64_t cols) const {
+void BlasKernels::log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols) const {
   loops_.log_softmax_forward(x, y, rows, cols);
 }
 void BlasKernels::log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows,
@@ -36,14 +34,13 @@ void BlasKernels::log_softmax_backward(const float* y, const float* dy, float* d
   loops_.log_softmax_backward(y, dy, dx, rows, cols);
 }
 void BlasKernels::layer_norm_forward(const float* x, const float* gamma, const float* beta,
-                                     float* y, float* mean, float* rstd, int64_t rows,
-                                     int64_t cols, float eps) const {
+                                     float* y, float* mean, float* rstd, int64_t rows, int64_t cols,
+                                     float eps) const {
   loops_.layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, cols, eps);
 }
 void BlasKernels::layer_norm_backward(const float* x, const float* gamma, const float* mean,
-                                      const float* rstd, const float* dy, float* dx,
-                                      float* dgamma, float* dbeta, int64_t rows,
-                                      int64_t cols) const {
+                                      const float* rstd, const float* dy, float* dx, float* dgamma,
+                                      float* dbeta, int64_t rows, int64_t cols) const {
   loops_.layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, rows, cols);
 }
 void BlasKernels::relu_forward(const float* x, float* y, int64_t n) const {

@@ -33,17 +33,20 @@ HEADLAB_INLINE void bias_act_rows(float* __restrict c, int64_t rows, int64_t col
 
 HEADLAB_INLINE void bias_act_body(float* c, int64_t rows, int64_t cols, const float* bias,
                                   bool relu) {
-  if (bias && relu) bias_act_rows<true, true>(c, rows, cols, bias);
-  else if (bias) bias_act_rows<true, false>(c, rows, cols, bias);
-  else if (relu) bias_act_rows<false, true>(c, rows, cols, bias);
+  if (bias && relu)
+    bias_act_rows<true, true>(c, rows, cols, bias);
+  else if (bias)
+    bias_act_rows<true, false>(c, rows, cols, bias);
+  else if (relu)
+    bias_act_rows<false, true>(c, rows, cols, bias);
 }
 
 // dz = dy * (y > 0) when kRelu; db = column sums of dz (or dy) when db is non-null. The block
 // partials live in db's own storage plus a pooled [cols] scratch.
 template <bool kRelu>
 HEADLAB_INLINE void bias_act_backward_rows(const float* __restrict dy, const float* __restrict y,
-                                           float* dz, float* __restrict db,
-                                           float* __restrict part, int64_t rows, int64_t cols) {
+                                           float* dz, float* __restrict db, float* __restrict part,
+                                           int64_t rows, int64_t cols) {
   if (db) std::fill_n(db, cols, 0.0f);
   for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const int64_t r1 = std::min(rows, r0 + kRowBlock);
@@ -78,8 +81,10 @@ HEADLAB_INLINE void bias_act_backward_rows(const float* __restrict dy, const flo
 
 HEADLAB_INLINE void bias_act_backward_body(const float* dy, const float* y, float* dz, float* db,
                                            float* part, int64_t rows, int64_t cols) {
-  if (y) bias_act_backward_rows<true>(dy, y, dz, db, part, rows, cols);
-  else if (db) bias_act_backward_rows<false>(dy, y, dz, db, part, rows, cols);
+  if (y)
+    bias_act_backward_rows<true>(dy, y, dz, db, part, rows, cols);
+  else if (db)
+    bias_act_backward_rows<false>(dy, y, dz, db, part, rows, cols);
 }
 
 // ---- the two builds of each body (row ranges and partials as in fast.h)

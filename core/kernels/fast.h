@@ -20,7 +20,7 @@
 #include "core/rng.h"
 
 // The build attribute and inlining for the two builds of each kernel body.
-#if defined(__clang__)  // the fuzz build: clang's target attribute has no prefer-vector-width,
+#if defined(__clang__)  // the fuzz build: clang's target attribute has no prefer-vector-width, \
                         // and takes no [[...]] attribute after __attribute__
 #define HEADLAB_AVX512_TARGET __attribute__((target("arch=x86-64-v4")))
 #define HEADLAB_INLINE __attribute__((always_inline)) inline
@@ -82,4 +82,3 @@ HEADLAB_INLINE void add_partials(float* out, const float* scratch, int nt, int64
 }
 
 }  // namespace headlab::fast
-

@@ -78,8 +78,8 @@ HEADLAB_AVX512_TARGET void argmax_rows(const float* x, int64_t rows, int64_t col
       const __m512 mx = _mm512_set1_ps(reduce16<true>(m));
       for (int64_t c = 0;; c += 16) {  // its first position (+0 and -0 compare equal)
         const __mmask16 in_row = lanes(cols - c);
-        const __mmask16 at = _mm512_mask_cmp_ps_mask(
-            in_row, _mm512_maskz_loadu_ps(in_row, row + c), mx, _CMP_EQ_OQ);
+        const __mmask16 at =
+            _mm512_mask_cmp_ps_mask(in_row, _mm512_maskz_loadu_ps(in_row, row + c), mx, _CMP_EQ_OQ);
         if (at) {
           best = c + std::countr_zero(static_cast<unsigned>(at));
           break;

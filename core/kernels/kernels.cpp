@@ -54,9 +54,12 @@ std::vector<GemmDesc> attention_gemms(const AttentionDesc& d, bool backward) {
 
 const char* backend_name(Backend b) {
   switch (b) {
-    case Backend::reference: return "reference";
-    case Backend::blas: return "blas";
-    case Backend::onednn: return "onednn";
+    case Backend::reference:
+      return "reference";
+    case Backend::blas:
+      return "blas";
+    case Backend::onednn:
+      return "onednn";
   }
   return "?";
 }
@@ -82,9 +85,12 @@ const Kernels& kernels_for(Backend b) {
   static const BlasKernels blas;
   static const OneDnnKernels onednn;
   switch (b) {
-    case Backend::reference: return reference;
-    case Backend::blas: return blas;
-    case Backend::onednn: return onednn;
+    case Backend::reference:
+      return reference;
+    case Backend::blas:
+      return blas;
+    case Backend::onednn:
+      return onednn;
   }
   return reference;
 }

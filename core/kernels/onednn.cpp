@@ -13,8 +13,8 @@
 
 #include "core/kernels/backends.h"
 #include "core/kernels/fast.h"
-#include "core/kernels/simd/gemm.h"
 #include "core/kernels/onednn_cache.h"
+#include "core/kernels/simd/gemm.h"
 
 namespace headlab {
 namespace {

@@ -22,7 +22,7 @@ void reference_bias_act(float* c, int64_t m, int64_t n, int64_t ldc, const float
 }  // namespace detail
 
 void ReferenceKernels::gemm_bias_act(const GemmDesc& d, const float* a, const float* b,
-                                              const float* bias, bool relu, float* c) const {
+                                     const float* bias, bool relu, float* c) const {
   HEADLAB_ASSERT(d.batch == 1 && d.alpha == 1.0f && d.beta == 0.0f);
   detail::observe_gemm(d);
   detail::reference_gemm(d, a, b, c);

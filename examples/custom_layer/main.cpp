@@ -40,8 +40,8 @@ bool check_gradients() {
   for (float& v : xs.span()) v = rng.normal();
   for (float& v : ws.span()) v = rng.normal();
   Var x(xs, true), w(ws, true);
-  ok &= report("rms_norm op (x, weight)", gradcheck([&] { return custom::rms_norm(x, w, 1e-6f); },
-                                                     {x, w}));
+  ok &= report("rms_norm op (x, weight)",
+               gradcheck([&] { return custom::rms_norm(x, w, 1e-6f); }, {x, w}));
   // The layer as a config would build it, on [2, 3, 8] inputs.
   auto layer = make_layer("rms_norm", OptionMap{{"d_model", 8}, {"eps", 1e-5}}, rng);
   ok &= report("rms_norm layer from the registry", gradcheck_sequence_layer(*layer, 8, 1));

@@ -59,12 +59,14 @@ Var rms_norm(const Var& x, const Var& weight, float eps) {
 }
 
 RMSNorm::RMSNorm(const RMSNormOptions& options) : options_(options) {
-  if (options.d_model <= 0) headlab::fail("rms_norm: d_model is {} but must be positive",
-                                          options.d_model);
+  if (options.d_model <= 0)
+    headlab::fail("rms_norm: d_model is {} but must be positive", options.d_model);
   weight = register_parameter("weight", Tensor::full({options.d_model}, 1.0f));
 }
 
-Var RMSNorm::forward(const Var& x) { return rms_norm(x, weight, options_.eps); }
+Var RMSNorm::forward(const Var& x) {
+  return rms_norm(x, weight, options_.eps);
+}
 
 std::shared_ptr<headlab::SequenceLayer> make_rms_norm(headlab::LayerOptions& o) {
   RMSNormOptions options;

@@ -14,10 +14,10 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "bench/alloc_counter.h"
 #include "core/kernels/kernels.h"
 #include "core/rng.h"
 #include "core/storage.h"
-#include "bench/alloc_counter.h"
 
 using namespace headlab;
 

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/checks/op_checks.h"
 #include "autograd/grad.h"
 #include "autograd/gradcheck.h"
-#include "autograd/checks/op_checks.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "core/error.h"

@@ -56,7 +56,7 @@ TEST_CASE("core: argmax_rows on infinities, signed zeros and NaN") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<std::vector<float>> rows = {
       {-inf, -inf, -inf, -inf}, {-inf, 1, inf, inf}, {0.0f, -0.0f, -1, -2}, {-0.0f, 0.0f, -1, -2},
-      {nan, 1, 2, 3},           {1, nan, 3, 2},      {1, 2, 3, nan},       {nan, nan, nan, nan},
+      {nan, 1, 2, 3},           {1, nan, 3, 2},      {1, 2, 3, nan},        {nan, nan, nan, nan},
   };
   for (const std::vector<float>& row : rows) {
     CAPTURE(row);

@@ -56,10 +56,10 @@ TEST_CASE("core: gemm_bias_act matches gemm plus bias and ReLU on every backend"
                 if (relu) v = v > 0.0f ? v : 0.0f;
               }
             std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
-            kernels_for(fast).gemm_bias_act(d, a.data(), b.data(), bias ? bv.data() : nullptr,
-                                            relu, got.data());
-            INFO(backend_name(fast), " m=", m, " n=", n, " k=", k, " bias=", bias,
-                 " relu=", relu, " trans_b=", trans_b);
+            kernels_for(fast).gemm_bias_act(d, a.data(), b.data(), bias ? bv.data() : nullptr, relu,
+                                            got.data());
+            INFO(backend_name(fast), " m=", m, " n=", n, " k=", k, " bias=", bias, " relu=", relu,
+                 " trans_b=", trans_b);
             CHECK(worst(got, want, 1e-5, 1e-6 * static_cast<double>(k + 1)) <= 0.0);
           }
 }
@@ -92,8 +92,8 @@ TEST_CASE("core: bias_act_backward masks by y > 0 and sums the bias gradient") {
   auto dy = random_vec(rows * cols, rng), y = random_vec(rows * cols, rng);
   std::vector<float> want(dy.size());
   ref.bias_act_backward(dy.data(), y.data(), want.data(), nullptr, rows, cols);
-  kernels_for(Backend::onednn).bias_act_backward(dy.data(), y.data(), dy.data(), nullptr, rows,
-                                                 cols);
+  kernels_for(Backend::onednn)
+      .bias_act_backward(dy.data(), y.data(), dy.data(), nullptr, rows, cols);
   CHECK(dy == want);
 }
 
@@ -112,8 +112,8 @@ TEST_CASE("core: add_layer_norm forward and backward match the reference, with e
           std::vector<float> y0(n), h0(n), s0(rows), y1(n), h1(n), s1(rows);
           ref.add_layer_norm_forward(x.data(), r.data(), g, bt, y0.data(), h0.data(), s0.data(),
                                      rows, cols, 1e-5f);
-          kernels_for(fast).add_layer_norm_forward(x.data(), r.data(), g, bt, y1.data(),
-                                                   h1.data(), s1.data(), rows, cols, 1e-5f);
+          kernels_for(fast).add_layer_norm_forward(x.data(), r.data(), g, bt, y1.data(), h1.data(),
+                                                   s1.data(), rows, cols, 1e-5f);
           INFO(backend_name(fast), " rows=", rows, " cols=", cols, " affine=", affine);
           CHECK(worst(y1, y0, 2e-5, 0.0) <= 0.0);
           CHECK(worst(h1, h0, 2e-5, 0.0) <= 0.0);
@@ -149,9 +149,9 @@ TEST_CASE("core: add_layer_norm forward and backward match the reference, with e
           std::vector<float> dx0(n), dx1(n);
           ref.add_layer_norm_backward(h0.data(), s0.data(), g, dy.data(), dx0.data(), false,
                                       nullptr, false, nullptr, nullptr, rows, cols);
-          kernels_for(fast).add_layer_norm_backward(h0.data(), s0.data(), g, dy.data(),
-                                                    dx1.data(), false, nullptr, false, nullptr,
-                                                    nullptr, rows, cols);
+          kernels_for(fast).add_layer_norm_backward(h0.data(), s0.data(), g, dy.data(), dx1.data(),
+                                                    false, nullptr, false, nullptr, nullptr, rows,
+                                                    cols);
           std::vector<float> scale(n);
           for (size_t i = 0; i < n; ++i)
             scale[i] = (1.0f + std::fabs(dx0[i])) * std::max(1.0f, s0[i / cols]);
@@ -216,8 +216,13 @@ TEST_CASE("core: fused attention forward and backward match the reference") {
   for (Backend fast : kFast) {
     // The encoder presets' shapes, and odd ones: vector tails, rows past the 64-key register
     // path, head widths past one vector, a single token.
-    for (auto [len, dim] : {std::pair<int64_t, int64_t>{16, 16}, {32, 16}, {64, 32}, {17, 21},
-                            {70, 8}, {1, 3}, {5, 1}})
+    for (auto [len, dim] : {std::pair<int64_t, int64_t>{16, 16},
+                            {32, 16},
+                            {64, 32},
+                            {17, 21},
+                            {70, 8},
+                            {1, 3},
+                            {5, 1}})
       for (int variant = 0; variant < 3; ++variant)
         check_attention(fast, 2, 3, len, dim, variant == 1, variant == 2, rng);
     check_attention(fast, 3, 2, 9, 64, true, true, rng);
@@ -244,8 +249,8 @@ TEST_CASE("core: fused kernels split rows among threads and match the reference"
   std::vector<float> y0(n), h0(n), s0(rows), y1(n), h1(n), s1(rows);
   ref.add_layer_norm_forward(x.data(), dy.data(), gamma.data(), beta.data(), y0.data(), h0.data(),
                              s0.data(), rows, cols, 1e-5f);
-  fast.add_layer_norm_forward(x.data(), dy.data(), gamma.data(), beta.data(), y1.data(),
-                              h1.data(), s1.data(), rows, cols, 1e-5f);
+  fast.add_layer_norm_forward(x.data(), dy.data(), gamma.data(), beta.data(), y1.data(), h1.data(),
+                              s1.data(), rows, cols, 1e-5f);
   CHECK(worst(y1, y0, 2e-5, 0.0) <= 0.0);
   std::vector<float> dx0(n), dr0(n), dx1(n), dr1(n), dg0(cols), dg1(cols), dbt0(cols), dbt1(cols);
   ref.add_layer_norm_backward(h0.data(), s0.data(), gamma.data(), y.data(), dx0.data(), false,

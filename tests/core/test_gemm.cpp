@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/kernels/simd/gemm.h"
 #include "core/kernels/kernels.h"
+#include "core/kernels/simd/gemm.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "tests/core/kernel_test_util.h"
@@ -92,8 +92,8 @@ TEST_CASE("core: own gemm sums each element's k terms in order, one FMA each, in
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (auto [m, n] : {std::pair<int64_t, int64_t>{21, 75}, {75, 21}, {32, 128}}) {
-        GemmDesc d{.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = 301, .alpha = 0.125f,
-                   .beta = 0.5f};
+        GemmDesc d{
+            .trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = 301, .alpha = 0.125f, .beta = 0.5f};
         const GemmDesc r = d.resolved();
         const auto a = random_vec(m * d.k, rng), b = random_vec(d.k * n, rng);
         const auto c0 = random_vec(m * n, rng);

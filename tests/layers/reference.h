@@ -47,7 +47,9 @@ inline Vec ref_linear(const Vec& x, const Tensor& w, const Tensor* b) {
   return y;
 }
 
-inline Vec to_vec(const Tensor& t) { return Vec(t.span().begin(), t.span().end()); }
+inline Vec to_vec(const Tensor& t) {
+  return Vec(t.span().begin(), t.span().end());
+}
 
 // LayerNorm over rows of width d, biased variance.
 inline Vec ref_layer_norm(const Vec& x, int64_t d, const Tensor& w, const Tensor& b, double eps) {

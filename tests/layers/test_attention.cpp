@@ -259,7 +259,8 @@ TEST_CASE("layers: without gradients, need_weights takes the fused attention and
   CHECK(max_abs_diff(fused.output.value(), composed.output.value()) < 1e-5);
 }
 
-TEST_CASE("layers: the fused self_attention op returns its weights only where nothing is recorded") {
+TEST_CASE(
+    "layers: the fused self_attention op returns its weights only where nothing is recorded") {
   Rng rng(13);
   Tensor qkv = Tensor::empty({2, 5, 3 * 2 * 4});
   for (int64_t i = 0; i < qkv.numel(); ++i) qkv[i] = rng.normal();
@@ -269,8 +270,7 @@ TEST_CASE("layers: the fused self_attention op returns its weights only where no
   o.scale = 0.5f;
   o.weights = &weights;
   CHECK_THROWS_WITH_AS(self_attention(Var(qkv, true), o),
-                       doctest::Contains("self_attention: weights are returned only where"),
-                       Error);
+                       doctest::Contains("self_attention: weights are returned only where"), Error);
   self_attention(Var(qkv), o);
   CHECK(weights.shape() == Shape{2, 2, 5, 5});
   for (int64_t r = 0; r < 2 * 2 * 5; ++r) {

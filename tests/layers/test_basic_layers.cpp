@@ -133,8 +133,10 @@ TEST_CASE("layers: dropout is the identity in eval and inverted dropout in train
   const Tensor y = d.forward(Var(x)).value();
   int zeros = 0;
   for (float v : y.span()) {
-    if (v == 0.0f) ++zeros;
-    else CHECK(v == doctest::Approx(2.0f / 0.75f));
+    if (v == 0.0f)
+      ++zeros;
+    else
+      CHECK(v == doctest::Approx(2.0f / 0.75f));
   }
   CHECK(zeros / 10000.0 == doctest::Approx(0.25).epsilon(0.1));
   CHECK_THROWS_WITH_AS(Dropout({1.0f}), doctest::Contains("must be in [0, 1)"), Error);
@@ -149,7 +151,8 @@ TEST_CASE("layers: feed_forward equals W2 act(W1 x + b1) + b2") {
     Tensor x = randn({2, 3, 4}, rng);
     Vec h = ref_linear(to_vec(x), ffn.w1->weight.value(), &ffn.w1->bias.value());
     for (double& v : h)
-      v = act == Activation::relu ? std::max(v, 0.0) : 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      v = act == Activation::relu ? std::max(v, 0.0)
+                                  : 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
     Vec y = ref_linear(h, ffn.w2->weight.value(), &ffn.w2->bias.value());
     CHECK(max_abs_diff(ffn.forward(Var(x)).value(), y) < 1e-5);
   }
@@ -182,6 +185,5 @@ TEST_CASE("layers: a parameter used twice accumulates both gradients") {
   for (int i = 0; i < 9; ++i) CHECK(lin.weight.grad()[i] == doctest::Approx(g1[i] + g2[i]));
   // Without zero_grad a second backward adds to the first.
   sum(lin.forward(x1)).backward();
-  for (int i = 0; i < 9; ++i)
-    CHECK(lin.weight.grad()[i] == doctest::Approx(2 * g1[i] + g2[i]));
+  for (int i = 0; i < 9; ++i) CHECK(lin.weight.grad()[i] == doctest::Approx(2 * g1[i] + g2[i]));
 }

@@ -184,7 +184,8 @@ TEST_CASE("layers: encoder input is the sum of feature embeddings and positions"
     for (int64_t t = 0; t < batch.t; ++t)
       for (int64_t j = 0; j < 8; ++j) {
         const int64_t i = b * batch.t + t;
-        const double expected = e0[batch.cat[i] * 8 + j] + e1[batch.col[i] * 8 + j] + pos[t * 8 + j];
+        const double expected =
+            e0[batch.cat[i] * 8 + j] + e1[batch.col[i] * 8 + j] + pos[t * 8 + j];
         CHECK(out.hidden.value()[i * 8 + j] == doctest::Approx(expected));
       }
 }

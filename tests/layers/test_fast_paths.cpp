@@ -27,9 +27,9 @@ TEST_CASE("layers: multi_head_attention fast path equals the generic path") {
     bool gated = false;  // head 0 ablated, head 1 scaled, dL/dgate asked (the head analysis)
   };
   for (Backend be : kAllBackends)
-    for (const Setup& s : {Setup{"plain", false, 0.0f}, Setup{"masks", true, 0.0f},
-                           Setup{"attention dropout", false, 0.3f},
-                           Setup{"gated heads", true, 0.0f, true}}) {
+    for (const Setup& s :
+         {Setup{"plain", false, 0.0f}, Setup{"masks", true, 0.0f},
+          Setup{"attention dropout", false, 0.3f}, Setup{"gated heads", true, 0.0f, true}}) {
       BackendScope scope(be);
       INFO(std::string(backend_name(be)), " ", s.name);
       const int64_t b = 2, t = 5, d = 8;

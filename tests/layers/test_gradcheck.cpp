@@ -42,18 +42,36 @@ void run_cases(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("layers: gradcheck linear (inputs and parameters, shared use)") { run_cases("linear"); }
-TEST_CASE("layers: gradcheck embedding") { run_cases("embedding"); }
-TEST_CASE("layers: gradcheck positional_encoding") { run_cases("positional_encoding"); }
-TEST_CASE("layers: gradcheck layer_norm") { run_cases("layer_norm"); }
-TEST_CASE("layers: gradcheck dropout") { run_cases("dropout"); }
-TEST_CASE("layers: gradcheck feed_forward") { run_cases("feed_forward"); }
-TEST_CASE("layers: gradcheck softmax") { run_cases("softmax"); }
+TEST_CASE("layers: gradcheck linear (inputs and parameters, shared use)") {
+  run_cases("linear");
+}
+TEST_CASE("layers: gradcheck embedding") {
+  run_cases("embedding");
+}
+TEST_CASE("layers: gradcheck positional_encoding") {
+  run_cases("positional_encoding");
+}
+TEST_CASE("layers: gradcheck layer_norm") {
+  run_cases("layer_norm");
+}
+TEST_CASE("layers: gradcheck dropout") {
+  run_cases("dropout");
+}
+TEST_CASE("layers: gradcheck feed_forward") {
+  run_cases("feed_forward");
+}
+TEST_CASE("layers: gradcheck softmax") {
+  run_cases("softmax");
+}
 TEST_CASE("layers: gradcheck multi_head_attention (masks, gate, dropout)") {
   run_cases("multi_head_attention");
 }
-TEST_CASE("layers: gradcheck encoder_layer pre and post") { run_cases("encoder_layer"); }
-TEST_CASE("layers: gradcheck a tiny encoder") { run_cases("encoder"); }
+TEST_CASE("layers: gradcheck encoder_layer pre and post") {
+  run_cases("encoder_layer");
+}
+TEST_CASE("layers: gradcheck a tiny encoder") {
+  run_cases("encoder");
+}
 
 TEST_CASE("layers: gradcheck every registered layer built from the registry") {
   std::set<std::string> covered;

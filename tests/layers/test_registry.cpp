@@ -59,9 +59,9 @@ OptionValue at(OptionValue v, std::string where, std::string key_where = "") {
 
 TEST_CASE("layers: the registry lists built-in and registered layers") {
   const auto names = registered_layers();
-  for (const char* expected : {"dropout", "feed_forward", "layer_norm", "linear",
-                               "multi_head_attention", "positional_encoding", "softmax",
-                               "test_scale_norm"})
+  for (const char* expected :
+       {"dropout", "feed_forward", "layer_norm", "linear", "multi_head_attention",
+        "positional_encoding", "softmax", "test_scale_norm"})
     CHECK_MESSAGE(std::find(names.begin(), names.end(), expected) != names.end(), expected);
   CHECK(std::is_sorted(names.begin(), names.end()));
   CHECK(has_layer("layer_norm"));
@@ -98,11 +98,13 @@ TEST_CASE("layers: a wrong option type or a missing required option names the ke
   CHECK(error_of([&] { make_layer("layer_norm", config, rng); }) ==
         "layers: option 'eps' of layer 'layer_norm' is a string but expected a number "
         "(m.cfg:2:7)");
-  CHECK(error_of([&] { make_layer("layer_norm", OptionMap{{"d_model", 8.5}}, rng); })
-            .find("'d_model' of layer 'layer_norm' is a float but expected an integer") !=
+  CHECK(error_of([&] {
+          make_layer("layer_norm", OptionMap{{"d_model", 8.5}}, rng);
+        }).find("'d_model' of layer 'layer_norm' is a float but expected an integer") !=
         std::string::npos);
-  CHECK(error_of([&] { make_layer("feed_forward", OptionMap{{"d_model", 8}}, rng); }) ==
-        "layers: layer 'feed_forward' needs option 'd_ff' (an integer)");
+  CHECK(error_of([&] {
+          make_layer("feed_forward", OptionMap{{"d_model", 8}}, rng);
+        }) == "layers: layer 'feed_forward' needs option 'd_ff' (an integer)");
 }
 
 TEST_CASE("layers: own options override the values a slot inherits") {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <numbers>
 #include <string>
 #include <string_view>
-#include <numbers>
 #include <vector>
 
 #include "autograd/ops.h"

@@ -52,7 +52,9 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 
 }  // namespace
 
-fs::path source_dir() { return fs::path(HEADLAB_SOURCE_DIR); }
+fs::path source_dir() {
+  return fs::path(HEADLAB_SOURCE_DIR);
+}
 
 std::vector<std::string> RunResult::err_lines() const {
   std::vector<std::string> lines;
@@ -66,9 +68,8 @@ std::string RunResult::describe() const {
   std::string how = signal ? fmt::format("signal {}", signal) : fmt::format("exit {}", exit_code);
   if (timed_out) how += " (timed out)";
   if (killed) how += " (killed on purpose)";
-  std::string shown = err.size() > 3000 ? err.substr(0, 1500) + "\n[...]\n" +
-                                              err.substr(err.size() - 1500)
-                                        : err;
+  std::string shown =
+      err.size() > 3000 ? err.substr(0, 1500) + "\n[...]\n" + err.substr(err.size() - 1500) : err;
   return fmt::format("{}\n  after {:.2f} s: {}\n  stderr:\n{}", command, seconds, how, shown);
 }
 
@@ -97,8 +98,8 @@ int output_fd(const fs::path& path, bool closed_pipe, const fs::path& capture) {
 CliProcess::CliProcess(const std::vector<std::string>& args, const RunOptions& options)
     : options_(options) {
   static int counter = 0;
-  const fs::path base = fs::temp_directory_path() /
-                        fmt::format("headlab-run-{}-{}", ::getpid(), counter++);
+  const fs::path base =
+      fs::temp_directory_path() / fmt::format("headlab-run-{}-{}", ::getpid(), counter++);
   out_path_ = base.string() + ".out";
   err_path_ = base.string() + ".err";
   std::vector<std::string> argv_s = {options.program.empty() ? std::string(HEADLAB_CLI)
@@ -122,7 +123,9 @@ CliProcess::CliProcess(const std::vector<std::string>& args, const RunOptions& o
     ::signal(SIGPIPE, SIG_DFL);
     if (options.file_size_limit != RLIM_INFINITY) {
       ::signal(SIGXFSZ, SIG_IGN);  // kept across exec: write() then fails with EFBIG
-      struct rlimit lim {options.file_size_limit, options.file_size_limit};
+      struct rlimit lim {
+        options.file_size_limit, options.file_size_limit
+      };
       ::setrlimit(RLIMIT_FSIZE, &lim);
     }
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);

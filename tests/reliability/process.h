@@ -13,11 +13,11 @@
 namespace headlab::testing {
 
 struct RunOptions {
-  std::vector<std::string> env;   // "NAME=value", added to (or replacing in) the environment
-  double timeout_seconds = 300;   // then SIGKILL, and RunResult::timed_out
-  double kill_after_seconds = -1; // >= 0: SIGKILL after this delay (a crash, not a timeout)
+  std::vector<std::string> env;    // "NAME=value", added to (or replacing in) the environment
+  double timeout_seconds = 300;    // then SIGKILL, and RunResult::timed_out
+  double kill_after_seconds = -1;  // >= 0: SIGKILL after this delay (a crash, not a timeout)
   rlim_t file_size_limit = RLIM_INFINITY;  // RLIMIT_FSIZE; SIGXFSZ is ignored, so write() fails
-  std::filesystem::path cwd;      // empty: the source directory
+  std::filesystem::path cwd;               // empty: the source directory
   std::filesystem::path program;  // empty: HEADLAB_CLI (e.g. mpirun, for the distributed tests)
   // Where the child's stdout / stderr go instead of being captured (/dev/full, a pipe's write
   // end given as /proc/self/fd/N is not needed: see stdout_closed_pipe).
@@ -30,7 +30,7 @@ struct RunResult {
   int exit_code = -1;  // -1 when ended by a signal
   int signal = 0;      // the signal that ended it, 0 if it exited
   bool timed_out = false;
-  bool killed = false; // ended by kill_after_seconds
+  bool killed = false;  // ended by kill_after_seconds
   double seconds = 0;
   long max_rss_kb = 0;  // the child's peak resident memory (getrusage via wait4)
   std::string out, err;

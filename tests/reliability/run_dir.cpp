@@ -61,12 +61,15 @@ std::string unescape(const std::string& s) {
       continue;
     }
     const char c = s[++i];
-    if (c == 'n') out += '\n';
-    else if (c == 't') out += '\t';
+    if (c == 'n')
+      out += '\n';
+    else if (c == 't')
+      out += '\t';
     else if (c == 'x' && i + 2 < s.size()) {
       out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
       i += 2;
-    } else out += c;
+    } else
+      out += c;
   }
   return out;
 }
@@ -179,8 +182,10 @@ std::string snapshot_diff(const Snapshot& before, const Snapshot& after) {
   std::string out;
   for (const auto& [k, v] : before) {
     auto it = after.find(k);
-    if (it == after.end()) out += "- " + k + " (" + v + ")\n";
-    else if (it->second != v) out += "~ " + k + " (" + v + " -> " + it->second + ")\n";
+    if (it == after.end())
+      out += "- " + k + " (" + v + ")\n";
+    else if (it->second != v)
+      out += "~ " + k + " (" + v + " -> " + it->second + ")\n";
   }
   for (const auto& [k, v] : after)
     if (!before.count(k)) out += "+ " + k + " (" + v + ")\n";
@@ -286,8 +291,10 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
     std::getline(args, value);
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(read_bytes(path));
     const nlohmann::ordered_json::json_pointer ptr(pointer);
-    if (op == "json") j[ptr] = nlohmann::ordered_json::parse(value);
-    else j[ptr.parent_pointer()].erase(ptr.back());
+    if (op == "json")
+      j[ptr] = nlohmann::ordered_json::parse(value);
+    else
+      j[ptr.parent_pointer()].erase(ptr.back());
     if (path.filename() == "state.json" && pointer != "/checksum") sign_state(j);
     write_bytes(path, j.dump(2) + "\n");
   } else if (op == "header" || op == "header-remove" || op == "header-raw") {
@@ -301,8 +308,10 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
       std::string value;
       std::getline(args, value);
       const nlohmann::ordered_json::json_pointer ptr(pointer);
-      if (op == "header") raw.header[ptr] = nlohmann::ordered_json::parse(value);
-      else raw.header[ptr.parent_pointer()].erase(ptr.back());
+      if (op == "header")
+        raw.header[ptr] = nlohmann::ordered_json::parse(value);
+      else
+        raw.header[ptr.parent_pointer()].erase(ptr.back());
       header_text = raw.header.dump();
     }
     write_bytes(path, join_safetensors(header_text, raw.data));
@@ -314,10 +323,14 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
     auto it = std::find_if(f.tensors.begin(), f.tensors.end(),
                            [&](const NamedTensor& t) { return t.name == name; });
     if (op != "tensor-add" && it == f.tensors.end()) bad(operation, "no tensor " + name);
-    if (op == "tensor-drop") f.tensors.erase(it);
-    else if (op == "tensor-add") f.tensors.push_back({name, Tensor::zeros(parse_shape(arg))});
-    else if (op == "tensor-reshape") it->tensor = Tensor::zeros(parse_shape(arg));
-    else it->name = arg;
+    if (op == "tensor-drop")
+      f.tensors.erase(it);
+    else if (op == "tensor-add")
+      f.tensors.push_back({name, Tensor::zeros(parse_shape(arg))});
+    else if (op == "tensor-reshape")
+      it->tensor = Tensor::zeros(parse_shape(arg));
+    else
+      it->name = arg;
     write_safetensors(path, f.tensors, signed_metadata(f));
   } else {
     bad(operation, "unknown operation '" + op + "'");

@@ -20,9 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "train/run/checkpoint.h"
 #include "tests/reliability/process.h"
 #include "tests/reliability/run_dir.h"
+#include "train/run/checkpoint.h"
 
 using namespace headlab::testing;
 namespace fs = std::filesystem;
@@ -34,8 +34,8 @@ const fs::path kConfig = source_dir() / "tests" / "reliability" / "crash.toml";
 
 RunResult train(const fs::path& out, bool resume, const std::vector<std::string>& extra = {},
                 RunOptions options = {}) {
-  std::vector<std::string> args = {"train", kConfig.string(), "--out", out.string(),
-                                   "--no-progress", "--no-analysis"};
+  std::vector<std::string> args = {"train",      kConfig.string(), "--out",
+                                   out.string(), "--no-progress",  "--no-analysis"};
   if (resume) args.push_back("--resume");
   args.insert(args.end(), extra.begin(), extra.end());
   return run_cli(args, options);
@@ -45,10 +45,10 @@ RunResult train(const fs::path& out, bool resume, const std::vector<std::string>
 // the shim is not instrumented, so its place there is harmless.
 std::vector<std::string> shim_env(const std::string& kill_at, const fs::path& counts = {}) {
   const char* asan = std::getenv("ASAN_OPTIONS");
-  std::vector<std::string> env = {
-      std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM,
-      std::string("ASAN_OPTIONS=") + (asan ? std::string(asan) + ":" : "") +
-          "verify_asan_link_order=0"};
+  std::vector<std::string> env = {std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM,
+                                  std::string("ASAN_OPTIONS=") +
+                                      (asan ? std::string(asan) + ":" : "") +
+                                      "verify_asan_link_order=0"};
   if (!kill_at.empty()) env.push_back("HEADLAB_KILL_AT=" + kill_at);
   if (!counts.empty()) env.push_back("HEADLAB_KILL_COUNTS=" + counts.string());
   return env;
@@ -111,7 +111,9 @@ std::string last_line(const RunResult& r) {
   return lines.empty() ? "" : lines.back();
 }
 
-Snapshot checkpoints_of(const fs::path& run) { return snapshot(run / "checkpoints"); }
+Snapshot checkpoints_of(const fs::path& run) {
+  return snapshot(run / "checkpoints");
+}
 
 }  // namespace
 
@@ -134,7 +136,9 @@ TEST_CASE("train: crash SIGKILL in training and checkpoint writes, then resume, 
   // Kill moments from a fixed seed: at the k-th fsync, rename or write of a session (inside a
   // checkpoint save for most k), and on timers of up to half the uninterrupted wall time.
   std::mt19937_64 rng(20240607);
-  auto pick = [&](long hi) { return std::uniform_int_distribution<long>(1, std::max(1L, hi))(rng); };
+  auto pick = [&](long hi) {
+    return std::uniform_int_distribution<long>(1, std::max(1L, hi))(rng);
+  };
   std::vector<std::string> kills;
   for (int round = 0; round < 2; ++round) {
     kills.push_back(fmt::format("fsync:{}", pick(fsyncs / 3)));
@@ -186,12 +190,13 @@ TEST_CASE("train: crash SIGKILL in training and checkpoint writes, then resume, 
 
   const Outcome got = outcome(run);
   CHECK(got.step == expected.step);
-  CHECK_MESSAGE(got.model == expected.model, "final model.safetensors differs from the uninterrupted run");
+  CHECK_MESSAGE(got.model == expected.model,
+                "final model.safetensors differs from the uninterrupted run");
   CHECK_MESSAGE(got.optimizer == expected.optimizer, "final optimizer.safetensors differs");
   CHECK(got.rng == expected.rng);
-  CHECK_MESSAGE(got.metrics == expected.metrics,
-                "metrics.jsonl (without timing) differs:\n" << got.metrics << "\nexpected:\n"
-                                                            << expected.metrics);
+  CHECK_MESSAGE(got.metrics == expected.metrics, "metrics.jsonl (without timing) differs:\n"
+                                                     << got.metrics << "\nexpected:\n"
+                                                     << expected.metrics);
   CHECK_FALSE(has_partial_checkpoint(run));  // the finishing session cleaned the leftovers
 }
 
@@ -264,7 +269,8 @@ TEST_CASE("train: crash NaN loss stops with exit 3 and keeps the last good check
     const headlab::CheckpointData c = headlab::load_checkpoint(run);
     int64_t non_finite = 0;
     for (const auto& t : c.model)
-      for (int64_t i = 0; i < t.tensor.numel(); ++i) non_finite += !std::isfinite(t.tensor.data()[i]);
+      for (int64_t i = 0; i < t.tensor.numel(); ++i)
+        non_finite += !std::isfinite(t.tensor.data()[i]);
     CHECK(non_finite == 0);
   }
   SUBCASE("a resumed run: the checkpoints before it are untouched") {

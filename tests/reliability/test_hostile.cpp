@@ -129,8 +129,8 @@ TEST_CASE("train: hostile checkpoints") {
     std::vector<std::vector<std::string>> invocations;
     const std::vector<std::string> extra(command.begin() + 1, command.end());
     if (command[0] == "resume" || command[0] == "both") {
-      std::vector<std::string> a = {"train", config.string(), "--resume", "--out", run.string(),
-                                    "--no-progress", "--no-analysis"};
+      std::vector<std::string> a = {"train",      config.string(), "--resume",     "--out",
+                                    run.string(), "--no-progress", "--no-analysis"};
       a.insert(a.end(), extra.begin(), extra.end());
       invocations.push_back(a);
     }

@@ -17,8 +17,8 @@
 #include "tests/train/analysis_test_util.h"
 #include "train/analysis/analysis.h"
 #include "train/config/config.h"
-#include "train/tasks/task.h"
 #include "train/run/trainer.h"
+#include "train/tasks/task.h"
 
 using namespace headlab;
 using namespace headlab::analysis_test;

@@ -206,9 +206,9 @@ TEST_CASE("train: the pruning curve's accuracies are those of evaluating each ga
   Encoder& model = trainer.model();
   const AnalysisResult r = analyze(model, trainer.task(), config);
   REQUIRE(r.pruning.size() == 4);
-  const analysis_detail::EvalSet set = analysis_detail::make_eval_set(
-      trainer.task(), static_cast<uint64_t>(config.train.eval_seed), config.train.eval_batches,
-      config.train.eval_batch_size);
+  const analysis_detail::EvalSet set =
+      analysis_detail::make_eval_set(trainer.task(), static_cast<uint64_t>(config.train.eval_seed),
+                                     config.train.eval_batches, config.train.eval_batch_size);
   Gates gates(1, std::vector<float>(4, 1.0f));
   model.eval();
   for (const PruningStep& step : r.pruning) {

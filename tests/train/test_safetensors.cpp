@@ -16,9 +16,9 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "tests/temp_dir.h"
 #include "train/io/files.h"
 #include "train/io/safetensors.h"
-#include "tests/temp_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;

@@ -20,12 +20,12 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "optim/optimizer.h"
-#include "train/run/checkpoint.h"
+#include "tests/temp_dir.h"
 #include "train/config/config.h"
+#include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
 #include "train/run/run_dir.h"
 #include "train/run/trainer.h"
-#include "tests/temp_dir.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -276,10 +276,9 @@ TEST_CASE("train: resume refuses another global batch and accepts another split 
     FAIL("no error");
   } catch (const Error& e) {
     const std::string m = e.what();
-    CHECK_MESSAGE(
-        m.find("the global batch: 32 (checkpoint) vs 16 (config) (train.grad_accum: 2 "
-               "(checkpoint) vs 1 (config))") != std::string::npos,
-        m);
+    CHECK_MESSAGE(m.find("the global batch: 32 (checkpoint) vs 16 (config) (train.grad_accum: 2 "
+                         "(checkpoint) vs 1 (config))") != std::string::npos,
+                  m);
   }
   Trainer split(tiny({"train.steps=30", "train.batch_size=8", "train.grad_accum=4"}),
                 dir.path / "run");
@@ -360,12 +359,11 @@ TEST_CASE("train: resuming keeps metrics rows through the checkpoint and drops t
   const std::string kept =
       "{\"step\":10,\"loss\":2.5}\n"
       "{\"step\":10,\"eval\":true,\"accuracy\":0.5}\n"
-      "{\"step\":20,\"eval\":5}\n"                  // edited: eval not a bool
-      "{\"step\":20,\"eval\":true}\n"               // edited: no accuracy
+      "{\"step\":20,\"eval\":5}\n"     // edited: eval not a bool
+      "{\"step\":20,\"eval\":true}\n"  // edited: no accuracy
       "{\"step\":20,\"eval\":true,\"accuracy\":\"x\"}\n";
-  std::ofstream(path) << kept
-                      << "[1, 2]\n"                      // not an object
-                      << "{\"step\":\"20\"}\n"          // step not an integer
+  std::ofstream(path) << kept << "[1, 2]\n"              // not an object
+                      << "{\"step\":\"20\"}\n"           // step not an integer
                       << "{\"step\":30,\"loss\":1.0}\n"  // after the checkpoint
                       << "{\"step\":31,\"lo";            // torn by a crash
   MetricsWriter writer(path, 20);

@@ -76,11 +76,12 @@ std::string workload_line(const json& r) {
 
 void print_step_bench(const json& r) {
   fmt::print("training step, {}\n", workload_line(r));
-  fmt::print("  step ms     median {:.3f}  p10 {:.3f}  p90 {:.3f}  ({} steps, {} clean); "
-             "thread CPU {:.3f}\n",
-             r["train_step_ms_median"].get<double>(), r["train_step_ms_p10"].get<double>(),
-             r["train_step_ms_p90"].get<double>(), r["steps"].get<int>(),
-             r["steps_clean"].get<size_t>(), r["train_step_cpu_ms_median"].get<double>());
+  fmt::print(
+      "  step ms     median {:.3f}  p10 {:.3f}  p90 {:.3f}  ({} steps, {} clean); "
+      "thread CPU {:.3f}\n",
+      r["train_step_ms_median"].get<double>(), r["train_step_ms_p10"].get<double>(),
+      r["train_step_ms_p90"].get<double>(), r["steps"].get<int>(), r["steps_clean"].get<size_t>(),
+      r["train_step_cpu_ms_median"].get<double>());
   fmt::print("  inference   {:.3f} ms per forward\n", r["infer_fwd_ms_median"].get<double>());
   fmt::print(
       "  achieved    {:.1f} GFLOP/s ({:.3f} GFLOP per step), {:.0f}% of the FMA peak "

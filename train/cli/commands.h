@@ -12,7 +12,7 @@
 namespace headlab {
 class Trainer;
 struct CheckpointData;
-}
+}  // namespace headlab
 
 namespace headlab::cli {
 

@@ -9,8 +9,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "autograd/gradcheck.h"
 #include "autograd/checks/op_checks.h"
+#include "autograd/gradcheck.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"

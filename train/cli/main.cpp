@@ -18,8 +18,8 @@
 #include <new>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "core/error.h"
 #include "core/version.h"

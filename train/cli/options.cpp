@@ -109,8 +109,7 @@ std::string shell_command(const std::vector<std::string>& args) {
   return out;
 }
 
-std::string resume_command(const std::filesystem::path& out,
-                           const std::vector<std::string>& drop) {
+std::string resume_command(const std::filesystem::path& out, const std::vector<std::string>& drop) {
   std::vector<std::string> args;
   bool has_resume = false, has_out = false;
   for (const std::string& a : command_line()) {

@@ -76,7 +76,8 @@ std::vector<std::string> train_args(const std::string& exe, const SweepSpec& spe
                                    "--out", run.dir.string(), "--quiet"};
   if (run.state == RunState::resume) args.push_back("--resume");
   if (run.state == RunState::overwrite) args.push_back("--overwrite");
-  for (const LoadedPlugin& p : loaded_plugins()) args.insert(args.end(), {"--plugin", p.path.string()});
+  for (const LoadedPlugin& p : loaded_plugins())
+    args.insert(args.end(), {"--plugin", p.path.string()});
   for (const std::string& o : run.overrides) args.insert(args.end(), {"--set", o});
   return args;
 }

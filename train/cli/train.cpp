@@ -116,9 +116,9 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   if (result.interrupted) {
     const int signal = stop_signal();
     record_session_end(out, fmt::format("interrupted by {}", signal_name(signal)), result.steps);
-    Output::get().final_line(
-        fmt::format("headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
-                    signal_name(signal), result.steps, resume_command(out, {"--overwrite", "--dry-run"})));
+    Output::get().final_line(fmt::format(
+        "headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
+        signal_name(signal), result.steps, resume_command(out, {"--overwrite", "--dry-run"})));
     return 128 + signal;
   }
   // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
@@ -132,14 +132,15 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   Output::get().log_lines(summary);
   record_session_end(out, "finished", result.steps);
   if (const int signal = stop_signal(); signal != 0) {
-    const std::string analysis =
-        a.no_analysis    ? ""
-        : skip_analysis ? fmt::format("; the analysis was skipped: headlab analyze {}",
-                                      shell_command({out.string()}))
-                        : std::string("; the analysis was written");
-    Output::get().final_line(fmt::format("headlab: interrupted by {} after the last step: the "
-                                         "run is complete{}",
-                                         signal_name(signal), analysis));
+    const std::string analysis = a.no_analysis ? ""
+                                 : skip_analysis
+                                     ? fmt::format("; the analysis was skipped: headlab analyze {}",
+                                                   shell_command({out.string()}))
+                                     : std::string("; the analysis was written");
+    Output::get().final_line(
+        fmt::format("headlab: interrupted by {} after the last step: the "
+                    "run is complete{}",
+                    signal_name(signal), analysis));
     return 128 + signal;
   }
   return kOk;

@@ -10,8 +10,8 @@
 #include "train/config/overrides.h"
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
-#include "train/plugins/loader.h"
 #include "train/io/files.h"
+#include "train/plugins/loader.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -256,12 +256,11 @@ void check_layer_names(const Config& config) {
     std::string list;
     for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
     // Without a close match the likeliest cause is a plugin's layer without its plugin.
-    fail(
-        "{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}{}",
-        where, spec.layer_key, name,
-        hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
-        layer_kind_name(spec.kind), list,
-        hint.empty() ? " (a plugin's layer needs --plugin PATH or runtime.plugins)" : "");
+    fail("{}: {} = \"{}\" is not a registered layer{}: the {} slot takes layers of kind {}: {}{}",
+         where, spec.layer_key, name,
+         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), spec.slot,
+         layer_kind_name(spec.kind), list,
+         hint.empty() ? " (a plugin's layer needs --plugin PATH or runtime.plugins)" : "");
   }
 }
 

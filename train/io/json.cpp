@@ -67,9 +67,8 @@ void for_each_jsonl_row(const std::filesystem::path& path, uint64_t max_bytes,
 
 std::vector<json> read_jsonl(const std::filesystem::path& path, uint64_t max_bytes) {
   std::vector<json> rows;
-  for_each_jsonl_row(path, max_bytes, [&](std::string_view, const json& row) {
-    rows.push_back(row);
-  });
+  for_each_jsonl_row(path, max_bytes,
+                     [&](std::string_view, const json& row) { rows.push_back(row); });
   return rows;
 }
 

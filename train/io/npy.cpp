@@ -17,7 +17,9 @@ uint32_t to_little(uint32_t v) {
   return v;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // The dims of "'shape': (8, 4, 17, 17), " in a header: non-negative integers separated by
 // commas (a malformed or overflowing dim throws).

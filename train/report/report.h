@@ -51,16 +51,16 @@
 namespace headlab {
 
 struct RunFiles {
-  std::string name;                     // the run directory's name
-  nlohmann::json heads;                 // heads.json, or null
-  nlohmann::json tokens;                // attention_tokens.json, or null
-  NpyArray attention;                   // attention.npy, empty if missing
-  std::vector<nlohmann::json> metrics;  // metrics.jsonl rows (unparsable lines skipped)
+  std::string name;                      // the run directory's name
+  nlohmann::json heads;                  // heads.json, or null
+  nlohmann::json tokens;                 // attention_tokens.json, or null
+  NpyArray attention;                    // attention.npy, empty if missing
+  std::vector<nlohmann::json> metrics;   // metrics.jsonl rows (unparsable lines skipped)
   std::vector<nlohmann::json> timeline;  // timeline.jsonl rows (train/run/timeline.h)
-  nlohmann::json summary;               // summary.json, or null
-  nlohmann::json run;                   // run.json (provenance, plugins), or null
-  std::string config_toml;              // config.resolved.toml, or ""
-  std::vector<std::string> links;       // the run's own files that exist, linked from the page
+  nlohmann::json summary;                // summary.json, or null
+  nlohmann::json run;                    // run.json (provenance, plugins), or null
+  std::string config_toml;               // config.resolved.toml, or ""
+  std::vector<std::string> links;        // the run's own files that exist, linked from the page
 };
 
 // Reads whatever of the files above exist. The analysis files (heads.json, attention.npy,

@@ -52,7 +52,8 @@ std::string header(const RunFiles& f, const Heads& h) {
   const std::string task = h.task.empty() ? "task" : svg::escape(h.task) + " task";
   return "<header class=\"top\"><h1>headlab run: " + svg::escape(f.name) + "</h1>" +
          "<p>Do the attention heads specialize? One relation per head, measured against the gold "
-         "partners of the " + task + "'s relations.</p>" +
+         "partners of the " +
+         task + "'s relations.</p>" +
          (verdict.empty() ? ""
                           : fmt::format("<p class=\"verdict{}\" id=\"verdict\">{}</p>",
                                         all ? " good" : "", svg::escape(verdict))) +

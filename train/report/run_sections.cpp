@@ -194,9 +194,8 @@ std::string files_body(const RunView& v) {
   for (const json& p : plugins.is_array() ? plugins : json::array()) {
     if (!p.is_object()) continue;
     const std::string path = p.value("path", std::string("?"));
-    body += "<tr><td class=\"l\">plugin</td><td class=\"l\">" + svg::escape(path) +
-            " (sha256 " + svg::escape(p.value("sha256", std::string("?")).substr(0, 16)) +
-            "\u2026)</td></tr>";
+    body += "<tr><td class=\"l\">plugin</td><td class=\"l\">" + svg::escape(path) + " (sha256 " +
+            svg::escape(p.value("sha256", std::string("?")).substr(0, 16)) + "\u2026)</td></tr>";
   }
   body += fmt::format("<tr><td class=\"l\">report</td><td class=\"l\">headlab {}</td></tr>",
                       HEADLAB_VERSION);

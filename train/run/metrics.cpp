@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
-#include "train/run/checkpoint.h"
 #include "train/io/files.h"
 #include "train/io/json.h"
+#include "train/run/checkpoint.h"
 
 namespace headlab {
 

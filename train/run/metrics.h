@@ -64,7 +64,6 @@ struct TrainResult {
   std::filesystem::path run_dir;
 };
 
-
 nlohmann::json step_to_json(const StepMetrics& m);
 nlohmann::json eval_to_json(const EvalMetrics& m);
 

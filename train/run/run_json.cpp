@@ -51,7 +51,6 @@ const json& member(const json& object, const std::string& key, bool (json::*is)(
   return *it;
 }
 
-
 // The "model name" of /proc/cpuinfo (a file whose size reads as 0: read it to its end, bounded).
 std::string cpu_model() {
   const int fd = ::open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -105,7 +104,9 @@ json build_provenance() {
             {"threads", num_threads()}}}};
 }
 
-fs::path run_json_path(const fs::path& run_dir) { return run_dir / "run.json"; }
+fs::path run_json_path(const fs::path& run_dir) {
+  return run_dir / "run.json";
+}
 
 json read_run_json(const fs::path& run_dir) {
   const fs::path path = run_json_path(run_dir);

@@ -69,7 +69,8 @@ struct PluginRecord {
 
 // run.json's "plugins" (none when the key is absent). Throws "<name>: plugins[0].sha256 is a
 // number but expected a string", ... naming the file.
-std::vector<PluginRecord> plugins_from_json(const nlohmann::json& document, const std::string& name);
+std::vector<PluginRecord> plugins_from_json(const nlohmann::json& document,
+                                            const std::string& name);
 // The plugins of run_dir/run.json (none without a run.json).
 std::vector<PluginRecord> read_run_plugins(const std::filesystem::path& run_dir);
 // Replaces run.json's "plugins", keeping every other key.

@@ -245,8 +245,8 @@ TrainResult Trainer::run(TrainObserver* observer) {
     write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
     metrics.emplace(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
     if (t.timeline)
-      timeline_ = std::make_unique<TimelineWriter>(run_dir_ / "timeline.jsonl",
-                                                   step_ > 0 ? step_ : -1);
+      timeline_ =
+          std::make_unique<TimelineWriter>(run_dir_ / "timeline.jsonl", step_ > 0 ? step_ : -1);
   }
 
   TrainResult result;

@@ -15,9 +15,9 @@ namespace headlab::fast {
 // ---- small GEMMs: C[M, N] (row stride ldc) = alpha sum_k A(r, k) B[k, :N] (+ C when
 // accumulate), A(r, k) = a[r * ra + k * ka], B's rows ldb apart.
 
-HEADLAB_INLINE void mm_portable(const float* a, int64_t ra, int64_t ka, const float* b,
-                                int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-                                int64_t k, float alpha, bool accumulate) {
+HEADLAB_INLINE void mm_portable(const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb,
+                                float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, float alpha,
+                                bool accumulate) {
   for (int64_t r = 0; r < m; ++r) {
     float* __restrict cr = c + r * ldc;
     if (!accumulate) std::fill_n(cr, n, 0.0f);
@@ -33,9 +33,10 @@ HEADLAB_INLINE void mm_portable(const float* a, int64_t ra, int64_t ka, const fl
 // R rows by NV vectors of C in registers; the last vector's lanes are `tail`. Each C element
 // is alpha times its sum over k in order (one FMA per k), then added to C when accumulating.
 template <int R, int NV>
-HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_block(
-    const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
-    int64_t k, __mmask16 tail, float alpha, bool accumulate) {
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_block(const float* a, int64_t ra, int64_t ka,
+                                                   const float* b, int64_t ldb, float* c,
+                                                   int64_t ldc, int64_t k, __mmask16 tail,
+                                                   float alpha, bool accumulate) {
   __m512 acc[R][NV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
@@ -63,7 +64,10 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_block(
 // Rows per register block for NV vectors of C: enough independent accumulators to keep both FMA
 // pipes busy through the FMA latency, few enough to stay in the 32 registers.
 template <int NV>
-inline constexpr int kBlockRows = NV == 1 ? 12 : NV == 2 ? 8 : NV == 3 ? 6 : 4;
+inline constexpr int kBlockRows = NV == 1   ? 12
+                                  : NV == 2 ? 8
+                                  : NV == 3 ? 6
+                                            : 4;
 
 // Calls f.template operator()<N>() for N = n in [1, kMax]: a run-time count of rows to a
 // template argument, so every remainder block keeps its accumulators in registers.
@@ -76,9 +80,10 @@ HEADLAB_INLINE void with_rows(int64_t n, F&& f) {
 }
 
 template <int NV>
-HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_rows(
-    const float* a, int64_t ra, int64_t ka, const float* b, int64_t ldb, float* c, int64_t ldc,
-    int64_t m, int64_t k, __mmask16 tail, float alpha, bool accumulate) {
+HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_rows(const float* a, int64_t ra, int64_t ka,
+                                                  const float* b, int64_t ldb, float* c,
+                                                  int64_t ldc, int64_t m, int64_t k, __mmask16 tail,
+                                                  float alpha, bool accumulate) {
   constexpr int R = kBlockRows<NV>;
   int64_t r = 0;
   for (; r + R <= m; r += R)
@@ -88,10 +93,9 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void mm_rows(
   });
 }
 
-HEADLAB_AVX512_TARGET inline void mm_avx512(const float* a, int64_t ra, int64_t ka,
-                                            const float* b, int64_t ldb, float* c, int64_t ldc,
-                                            int64_t m, int64_t n, int64_t k, float alpha,
-                                            bool accumulate) {
+HEADLAB_AVX512_TARGET inline void mm_avx512(const float* a, int64_t ra, int64_t ka, const float* b,
+                                            int64_t ldb, float* c, int64_t ldc, int64_t m,
+                                            int64_t n, int64_t k, float alpha, bool accumulate) {
   for (int64_t j0 = 0; j0 < n; j0 += 64) {  // column blocks of up to four vectors
     const int64_t w = std::min<int64_t>(64, n - j0);
     const int nv = static_cast<int>((w + 15) / 16);
@@ -100,10 +104,18 @@ HEADLAB_AVX512_TARGET inline void mm_avx512(const float* a, int64_t ra, int64_t 
     const float* bj = b + j0;
     float* cj = c + j0;
     switch (nv) {
-      case 1: mm_rows<1>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
-      case 2: mm_rows<2>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
-      case 3: mm_rows<3>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
-      default: mm_rows<4>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate); break;
+      case 1:
+        mm_rows<1>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate);
+        break;
+      case 2:
+        mm_rows<2>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate);
+        break;
+      case 3:
+        mm_rows<3>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate);
+        break;
+      default:
+        mm_rows<4>(a, ra, ka, bj, ldb, cj, ldc, m, k, tail, alpha, accumulate);
+        break;
     }
   }
 }

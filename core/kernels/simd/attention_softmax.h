@@ -85,8 +85,8 @@ HEADLAB_INLINE void softmax_row(float* __restrict s, float* __restrict pd,
 
 // exp_approx on 16 lanes: the same steps, with scalef applying 2^n.
 HEADLAB_AVX512_TARGET HEADLAB_INLINE __m512 exp16(__m512 x) {
-  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)),
-                                  _mm512_set1_ps(88.37f));
+  const __m512 xc =
+      _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.37f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
@@ -123,7 +123,8 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE float reduce16(__m512 v) {
 // softmax_row for rows of at most 64 keys, held in four registers (lanes past `keys` hold -inf
 // and are never stored).
 HEADLAB_AVX512_TARGET HEADLAB_INLINE void softmax_row16(float* s, float* pd, const float* dm,
-                                                const float* kpm, const float* am, int64_t keys) {
+                                                        const float* kpm, const float* am,
+                                                        int64_t keys) {
   const __m512 neg_inf = _mm512_set1_ps(kNegInf), zero = _mm512_setzero_ps();
   const int nv = static_cast<int>((keys + 15) / 16);
   __m512 v[4];
@@ -131,15 +132,16 @@ HEADLAB_AVX512_TARGET HEADLAB_INLINE void softmax_row16(float* s, float* pd, con
   __m512 mx = neg_inf;
   for (int i = 0; i < nv; ++i) {
     const int64_t left = keys - 16 * i;
-    live[i] = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+    live[i] =
+        left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
     v[i] = _mm512_mask_loadu_ps(neg_inf, live[i], s + 16 * i);
     __mmask16 masked = 0;
     if (kpm)
-      masked |= _mm512_mask_cmp_ps_mask(live[i], _mm512_maskz_loadu_ps(live[i], kpm + 16 * i),
-                                        zero, _CMP_NEQ_UQ);
+      masked |= _mm512_mask_cmp_ps_mask(live[i], _mm512_maskz_loadu_ps(live[i], kpm + 16 * i), zero,
+                                        _CMP_NEQ_UQ);
     if (am)
-      masked |= _mm512_mask_cmp_ps_mask(live[i], _mm512_maskz_loadu_ps(live[i], am + 16 * i),
-                                        zero, _CMP_NEQ_UQ);
+      masked |= _mm512_mask_cmp_ps_mask(live[i], _mm512_maskz_loadu_ps(live[i], am + 16 * i), zero,
+                                        _CMP_NEQ_UQ);
     v[i] = _mm512_mask_mov_ps(v[i], masked, neg_inf);
     mx = _mm512_max_ps(mx, v[i]);
   }
