@@ -34,7 +34,6 @@ class Rng {
     s_[3] = rotl(s_[3], 45);
     return result;
   }
-  uint32_t next_u32() { return static_cast<uint32_t>(next_u64() >> 32); }
   // Uniform integer in [0, n), unbiased (Lemire's multiply-and-reject). n > 0.
   uint64_t below(uint64_t n);
   // Uniform float in [0, 1) with 24 random bits.

@@ -67,8 +67,6 @@ class LayerOptions {
   Rng& init_rng() const { return init_rng_; }
   std::shared_ptr<SampleRng> dropout_rng();
 
-  // Keys asked for so far, in order.
-  const std::vector<std::string>& known_keys() const { return known_; }
   // Every key asked for with the value it got (the own table's, the inherited one or the
   // fallback), in order.
   const OptionMap& resolved() const { return resolved_; }

@@ -39,10 +39,7 @@ class Schedule {
   double lr_at(int64_t step) const;
 
   Kind kind() const { return kind_; }
-  double base_lr() const { return lr_; }
   int64_t warmup_steps() const { return warmup_; }
-  int64_t total_steps() const { return total_; }
-  double min_lr() const { return min_lr_; }
 
  private:
   Schedule(Kind kind, double lr, int64_t warmup, int64_t total, double min_lr, int64_t d_model)

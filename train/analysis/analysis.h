@@ -4,7 +4,7 @@
 // On evaluation batches (the config's eval stream: train.eval_seed, batch k = 0..n-1, by
 // default train.eval_batches x train.eval_batch_size sentences), with the model in eval mode:
 //   - per layer and head: mass M[l,h,r], distinct-partner mass, argmax accuracy, confidence,
-//     entropy (train/head_metrics.h);
+//     entropy (train/analysis/head_metrics.h);
 //   - ablation accuracy (that head's gate 0) and keep-only accuracy (only that head kept in its
 //     layer), with the per-relation component accuracies of each;
 //   - importance I_{l,h} = mean over batches |dL/dg_{l,h}| at g = 1, L being the mean token
@@ -58,8 +58,10 @@ struct AnalysisOptions {
   // 0 = take from the config (train.eval_batches, train.eval_batch_size, train.eval_seed).
   int64_t batches = 0;
   int64_t batch_size = 0;
-  int64_t seed = -1;     // < 0: train.eval_seed
-  int64_t examples = 4;  // sentences whose attention maps are kept (<= batch size)
+  int64_t seed = -1;  // < 0: train.eval_seed
+  // Sentences whose attention maps are kept in attention.npy (<= batch size).
+  int64_t examples = kDefaultExamples;
+  static constexpr int64_t kDefaultExamples = 4;
   double group_min_mass = 0.3;
   double claim_threshold = 0.5;
 };

@@ -41,7 +41,7 @@ struct SafetensorsFile {
 
 // Writes `tensors` in order (header keys in the same order) and `metadata` to `path`, creating
 // or truncating it, then fsyncs the file (not its directory: callers that need the name to be
-// durable fsync the directory, see train/fs_util.h). Throws headlab::Error: an undefined
+// durable fsync the directory, see train/io/files.h). Throws headlab::Error: an undefined
 // tensor, an empty, repeated or "__metadata__" name, or an I/O failure (naming the path and the
 // system's reason, e.g. "No space left on device").
 void write_safetensors(const std::filesystem::path& path, const StateDict& tensors,

@@ -88,7 +88,6 @@ class DependencyTask final : public Task {
 
   int64_t colours() const { return colours_; }
   bool joint() const { return joint_; }
-  const std::vector<Relation>& relation_ids() const { return relations_; }
   // The colour digit of relation slot r (0 = most significant) of a label in [0, K^R).
   int32_t label_digit(int32_t label, int r) const;
 
