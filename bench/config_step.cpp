@@ -1,6 +1,6 @@
-// The config workload of `headlab bench --config FILE` (see bench/step.h): the trainer's own
-// step of the config's task, batch, model, optimizer and schedule. Nothing is written: the
-// Trainer is built for a run directory it never creates.
+// The config workload of `headlab bench --config FILE` (see bench/step.h): the training's own
+// step (train/run/step.h) of the config's model, task, batch, optimizer and schedule, as
+// `headlab train` takes it. Nothing is written: no run directory is involved.
 
 #include <filesystem>
 #include <span>
@@ -15,7 +15,10 @@
 #include "core/threads.h"
 #include "layers/encoder.h"
 #include "train/config/config.h"
-#include "train/run/trainer.h"
+#include "train/dist/comm.h"
+#include "train/plugins/loader.h"
+#include "train/run/model.h"
+#include "train/run/step.h"
 #include "train/tasks/task.h"
 
 namespace headlab::bench {
@@ -24,16 +27,18 @@ namespace {
 using nlohmann::json;
 
 struct ConfigState {
-  explicit ConfigState(const Config& config)
-      : trainer(config, std::filesystem::path("bench-run-never-written")) {
+  explicit ConfigState(const Config& config) : model(config), step(model, comm) {
     // The inference forward: one training-sized batch of the evaluation stream.
-    trainer.task().generate(static_cast<uint64_t>(config.train.eval_seed), 0,
-                            config.train.batch_size, batch);
-    for (const auto& f : batch.features) spans.emplace_back(f);
+    model.task().generate(static_cast<uint64_t>(config.train.eval_seed), 0, config.train.batch_size,
+                          batch);
+    batch.feature_spans(spans);
   }
-  void forward() { trainer.model().forward(spans, batch.batch_size, batch.seq_len); }
+  void forward() { model.encoder().forward(spans, batch.batch_size, batch.seq_len); }
 
-  Trainer trainer;
+  LocalComm comm;
+  RunModel model;
+  TrainStep step;
+  int64_t steps = 0;  // taken so far: the data stream's position
   Batch batch;
   std::vector<std::span<const int32_t>> spans;
 };
@@ -43,11 +48,11 @@ struct ConfigState {
 double observed_forward_flops(ConfigState& s) {
   GemmRecorder recorder;
   NoGradGuard no_grad;
-  s.trainer.model().eval();
+  s.model.encoder().eval();
   set_gemm_observer(&recorder);
   s.forward();
   set_gemm_observer(nullptr);
-  s.trainer.model().train();
+  s.model.encoder().train();
   double flops = 0.0;
   for (const GemmDesc& d : recorder.descs) flops += gemm_flops(d);
   return flops;
@@ -59,7 +64,8 @@ Workload config_workload(const StepBenchOptions& o, int threads) {
   std::vector<std::string> sets = o.sets;
   if (threads > 0) sets.push_back(fmt::format("runtime.threads={}", threads));
   if (!o.backend.empty()) sets.push_back(fmt::format("runtime.backend=\"{}\"", o.backend));
-  const Config config = load_config(o.config, sets);
+  const Config config =
+      load_config(o.config, sets, {}, [](const std::filesystem::path& p) { load_plugin(p); });
   auto state = std::make_shared<ConfigState>(config);  // sets the threads and the backend
   ConfigState& s = *state;
 
@@ -67,23 +73,23 @@ Workload config_workload(const StepBenchOptions& o, int threads) {
   w.state = state;
   w.warmup = 10;
   w.steps = 100;
-  w.subject.train_step = [&s] { return static_cast<float>(s.trainer.step_once().loss); };
+  w.subject.train_step = [&s] { return static_cast<float>(s.step(s.steps++).loss); };
   w.subject.forward = [&s] { s.forward(); };
   w.subject.set_training = [&s](bool training) {
-    training ? s.trainer.model().train() : s.trainer.model().eval();
+    training ? s.model.encoder().train() : s.model.encoder().eval();
   };
   w.subject.forward_flops = observed_forward_flops(s);
   const ModelConfig& m = config.model;
   w.description = {{"bench", "headlab_step"},
                    {"config", o.config},
-                   {"task", s.trainer.task().name()},
+                   {"task", s.model.task().name()},
                    {"seq", s.batch.seq_len},
                    {"d_model", m.d_model},
                    {"heads", m.heads},
                    {"batch", config.train.batch_size},
                    {"layers", m.layers},
                    {"d_ff", m.d_ff},
-                   {"params", s.trainer.parameter_count()},
+                   {"params", s.model.parameter_count()},
                    {"threads", num_threads()}};
   return w;
 }

@@ -13,8 +13,8 @@
 //           M         32      128      8     64       2
 //           L         64      256      8     32       4
 //   --config FILE    the training step of any config (bench/config_step.cpp): its task, batch,
-//                    model, optimizer and schedule, built by the trainer's own code
-//                    (Trainer::step_once), with no run directory written.
+//                    model, optimizer and schedule, built and stepped by the training's own
+//                    code (RunModel, TrainStep: train/run/step.h), with no run directory.
 //
 // run_step_bench measures the step (bench/measure.h: median/p10/p90 ms, inference forward,
 // GFLOP/s beside the FMA peak, GEMM-only time, peak RSS, allocations per step);

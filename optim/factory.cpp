@@ -11,11 +11,11 @@ namespace headlab {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, NamedParameters params) {
   const std::string& name = options.name;
   if (!std::isfinite(options.clip_norm) || options.clip_norm < 0.0)
-    fail("optim.clip_norm is {} but expected finite and >= 0 (0 turns clipping off)",
+    fail("optimizer: clip_norm is {} but expected finite and >= 0 (0 turns clipping off)",
          options.clip_norm);
   if (name == "adam" || name == "adamw") {
     if (options.momentum != 0.0 || options.nesterov)
-      fail("optim.momentum and optim.nesterov apply to sgd only, but optim.name is \"{}\"", name);
+      fail("optimizer: momentum and nesterov apply to sgd only, but the optimizer is \"{}\"", name);
     const AdamOptions adam{.lr = options.lr,
                            .beta1 = options.betas[0],
                            .beta2 = options.betas[1],
@@ -30,7 +30,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, Named
                                             .momentum = options.momentum,
                                             .nesterov = options.nesterov,
                                             .weight_decay = options.weight_decay});
-  fail("optim.name is \"{}\" but expected one of: adam, adamw, sgd", name);
+  fail("optimizer: name is \"{}\" but expected one of: adam, adamw, sgd", name);
 }
 
 Schedule make_schedule(const ScheduleOptions& options, double lr) {
@@ -40,7 +40,7 @@ Schedule make_schedule(const ScheduleOptions& options, double lr) {
     return Schedule::warmup_inverse_sqrt(lr, options.warmup_steps, options.d_model);
   if (name == "warmup_cosine")
     return Schedule::warmup_cosine(lr, options.warmup_steps, options.total_steps, options.min_lr);
-  fail("schedule.name is \"{}\" but expected one of: constant, warmup_inverse_sqrt, warmup_cosine",
+  fail("schedule: name is \"{}\" but expected one of: constant, warmup_inverse_sqrt, warmup_cosine",
        name);
 }
 

@@ -1,6 +1,9 @@
 #pragma once
-// Optimizers and schedules from plain option structs, which the trainer's config loader fills
-// from the [optim] and [schedule] tables; the defaults here are the config's defaults.
+// Optimizers and schedules from plain option structs. The config's [optim] and [schedule] tables
+// are these structs (Config::optim, Config::schedule in train/config/config.h), so their member
+// initialisers are the config's defaults, written once: Adam with the Transformer paper's betas
+// (0.9, 0.98), the flagship's learning rate, gradient clipping at norm 1, and a cosine decay
+// after 100 warmup steps.
 
 #include <array>
 #include <cstdint>
@@ -15,28 +18,33 @@ namespace headlab {
 
 // [optim]
 struct OptimizerOptions {
-  std::string name = "adam";                // "adam" | "adamw" | "sgd"
-  double lr = 1e-3;                         // the base (peak) learning rate; schedules scale it
-  std::array<double, 2> betas{0.9, 0.999};  // adam, adamw
-  double eps = 1e-8;                        // adam, adamw
-  double weight_decay = 0.0;                // adam: L2 on the gradient; adamw: decoupled; sgd: L2
-  double momentum = 0.0;                    // sgd only
-  bool nesterov = false;                    // sgd only; needs momentum > 0
-  double clip_norm = 0.0;                   // global gradient-norm clip for the trainer; 0 = off
+  std::string name = "adam";               // "adam" | "adamw" | "sgd"
+  double lr = 3e-3;                        // the base (peak) learning rate; schedules scale it
+  std::array<double, 2> betas{0.9, 0.98};  // adam, adamw
+  double eps = 1e-8;                       // adam, adamw
+  double weight_decay = 0.0;               // adam: L2 on the gradient; adamw: decoupled; sgd: L2
+  double momentum = 0.0;                   // sgd only
+  bool nesterov = false;                   // sgd only; needs momentum > 0
+  // The global gradient-norm clip the training step applies before step() (clip_grad_norm,
+  // optim/clip.h); 0 turns it off. Not the optimizer's own: make_optimizer checks it so that a
+  // bad value fails before the first step.
+  double clip_norm = 1.0;
 };
 
 // [schedule]
 struct ScheduleOptions {
-  std::string name = "constant";  // "constant" | "warmup_inverse_sqrt" | "warmup_cosine"
-  int64_t warmup_steps = 0;
-  double min_lr = 0.0;      // warmup_cosine: the floor reached at total_steps
-  int64_t total_steps = 0;  // warmup_cosine: 0 until the trainer sets it to the run's length
-  int64_t d_model = 0;      // warmup_inverse_sqrt: 0 peaks at lr; > 0 is the paper's formula
+  std::string name = "warmup_cosine";  // "constant" | "warmup_inverse_sqrt" | "warmup_cosine"
+  int64_t warmup_steps = 100;
+  double min_lr = 0.0;  // warmup_cosine: the floor reached at total_steps
+  // warmup_cosine: the run's length. Not a config key: a run sets it from train.steps.
+  int64_t total_steps = 0;
+  int64_t d_model = 0;  // warmup_inverse_sqrt: 0 peaks at lr; > 0 is the paper's formula
 };
 
-// The optimizer named by options.name over params. Throws headlab::Error: an unknown name
-// (listing the known ones), sgd-only options given to adam/adamw (momentum, nesterov), a
-// negative or non-finite clip_norm, and everything the optimizer's constructor throws.
+// The optimizer named by options.name over params. Throws headlab::Error naming the option: an
+// unknown name (listing the known ones), sgd-only options given to adam/adamw (momentum,
+// nesterov), a negative or non-finite clip_norm, and everything the optimizer's constructor
+// throws. (A config's values are checked against its key table before, with their positions.)
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, NamedParameters params);
 
 // The schedule named by options.name with base learning rate lr (the [optim] lr). Throws

@@ -87,7 +87,10 @@ TEST_CASE("optim: schedules reject bad arguments") {
 }
 
 TEST_CASE("optim: make_schedule builds each named schedule and lists the known names") {
-  CHECK(make_schedule({}, 1e-3).kind() == Schedule::Kind::kConstant);
+  CHECK(make_schedule({.name = "constant"}, 1e-3).kind() == Schedule::Kind::kConstant);
+  // The default is the config's: a cosine decay after 100 warmup steps, over the run's length.
+  CHECK(make_schedule({.total_steps = 1000}, 1e-3).kind() == Schedule::Kind::kWarmupCosine);
+  CHECK(make_schedule({.total_steps = 1000}, 1e-3).warmup_steps() == 100);
   const Schedule noam = make_schedule({.name = "warmup_inverse_sqrt", .warmup_steps = 10}, 1e-3);
   CHECK(noam.kind() == Schedule::Kind::kWarmupInverseSqrt);
   CHECK(noam.lr_at(10) == doctest::Approx(1e-3));

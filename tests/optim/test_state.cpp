@@ -140,13 +140,13 @@ TEST_CASE("optim: make_optimizer builds each named optimizer and lists the known
   CHECK(std::string(make_optimizer({.name = "sgd"}, q.params)->name()) == "sgd");
   CHECK(make_optimizer({.lr = 0.25}, q.params)->lr() == 0.25);
   CHECK_THROWS_WITH_AS(make_optimizer({.name = "adagrad"}, q.params),
-                       doctest::Contains("optim.name is \"adagrad\" but expected one of: adam, "
-                                         "adamw, sgd"),
+                       doctest::Contains("optimizer: name is \"adagrad\" but expected one of: "
+                                         "adam, adamw, sgd"),
                        Error);
   CHECK_THROWS_WITH_AS(make_optimizer({.name = "adam", .momentum = 0.9}, q.params),
                        doctest::Contains("sgd only"), Error);
   CHECK_THROWS_WITH_AS(make_optimizer({.betas = {0.9, 1.5}}, q.params), doctest::Contains("beta2"),
                        Error);
   CHECK_THROWS_WITH_AS(make_optimizer({.clip_norm = -1}, q.params),
-                       doctest::Contains("optim.clip_norm"), Error);
+                       doctest::Contains("optimizer: clip_norm is -1"), Error);
 }

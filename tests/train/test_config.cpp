@@ -3,6 +3,7 @@
 // the hash and the shape comparison; configs/README.md documents every key.
 
 #include <doctest/doctest.h>
+#include <array>
 
 #include <fstream>
 #include <sstream>
@@ -221,7 +222,7 @@ TEST_CASE("train: config --set overrides with TOML values, arrays included, befo
                                "task.relations=[\"PREV\",\"SEM\",\"NEXT\"]", "optim.lr=1e-2",
                                "optim.lr=2e-2", "model.norm_options.eps=1e-6"});
   CHECK(c.model.heads == 8);
-  CHECK(c.optim.betas == std::vector<double>{0.8, 0.95});
+  CHECK(c.optim.betas == std::array<double, 2>{0.8, 0.95});
   CHECK(c.model.norm == "post");
   CHECK(format_value(*c.task.options.find("relations")) == "[\"PREV\", \"SEM\", \"NEXT\"]");
   CHECK(c.where("task.relations") == "--set task.relations=[\"PREV\",\"SEM\",\"NEXT\"]");
@@ -266,14 +267,14 @@ TEST_CASE("train: config --set takes values as people type them") {
                      "model.attention_options.init=xavier_uniform", "model.activation=\"gelu\"",
                      "schedule.name='constant'"});
   CHECK(c.model.norm == "post");
-  CHECK(c.optim.betas == std::vector<double>{0.8, 0.9});
+  CHECK(c.optim.betas == std::array<double, 2>{0.8, 0.9});
   CHECK(c.model.activation == "gelu");
   CHECK(c.schedule.name == "constant");
   CHECK(format_value(*c.task.options.find("relations")) == "[\"PREV\", \"SEM\"]");
   CHECK(format_value(*c.model.attention_options.find("init")) == "\"xavier_uniform\"");
   // TOML still works, and a bare value for a number is still a number.
   const Config t = parse_config(kTask, "t.toml", V{"optim.betas=[0.7,0.8]", "model.heads=8"});
-  CHECK(t.optim.betas == std::vector<double>{0.7, 0.8});
+  CHECK(t.optim.betas == std::array<double, 2>{0.7, 0.8});
   CHECK(t.model.heads == 8);
   // Every override is recorded in the resolved config.
   const std::string text = to_toml(c);
@@ -364,7 +365,7 @@ TEST_CASE("train: config the flagship file holds docs/task.md's settings") {
   CHECK(c.model.dropout == 0.0);
   CHECK(c.optim.name == "adam");
   CHECK(c.optim.lr == 3e-3);
-  CHECK(c.optim.betas == std::vector<double>{0.9, 0.98});
+  CHECK(c.optim.betas == std::array<double, 2>{0.9, 0.98});
   CHECK(c.optim.eps == 1e-8);
   CHECK(c.optim.weight_decay == 0.0);
   CHECK(c.optim.clip_norm == 1.0);

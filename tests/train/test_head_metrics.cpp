@@ -268,18 +268,36 @@ TEST_CASE("train: relation groups, gates and group-ablation drops") {
 TEST_CASE("train: component accuracy scores each relation by the task's relation_correct") {
   // The dependency task with K = 4, R = 3: label = c0 * 16 + c1 * 4 + c2, relation r right when
   // digit r is.
+  // The one accuracy counter (train/eval/evaluation.h) on logits whose argmax is `pred`.
   const DependencyTask task({4, {"PREV", "HEAD", "SEM"}, "factored"});
-  LabelAccuracyAccumulator acc(task);
-  const std::vector<int32_t> gold = {-100, 2 * 16 + 3 * 4 + 1, 0, 63, 5};
+  const std::vector<int32_t> gold = {kIgnoreIndex, 2 * 16 + 3 * 4 + 1, 0, 63, 5};
   const std::vector<int32_t> pred = {7, 2 * 16 + 3 * 4 + 1, 1, 3 * 16 + 3 * 4 + 0, 5};
-  acc.add(pred, gold);
-  const LabelAccuracy a = acc.finish();
-  CHECK(a.count == 4);
-  CHECK(a.accuracy == doctest::Approx(0.5));
-  CHECK(a.component[0] == doctest::Approx(1.0));  // all first digits right
-  CHECK(a.component[1] == doctest::Approx(1.0));  // all second digits right
-  CHECK(a.component[2] == doctest::Approx(0.5));  // 0 vs 1 and 3 vs 0 wrong
-  CHECK_THROWS_AS(acc.add(pred, std::span<const int32_t>(gold).first(2)), Error);
+  Tensor logits = Tensor::zeros({1, 5, 64});
+  for (size_t i = 0; i < pred.size(); ++i) logits.data()[i * 64 + pred[i]] = 1.0f;
+  EvalCounts counts;
+  count_predictions(logits, gold, &task, counts);
+  const LabelAccuracy a = label_accuracy(counts);
+  CHECK(a.count == 4);  // BOS (kIgnoreIndex) is not counted
+  CHECK(a.accuracy == 0.5);
+  CHECK(a.component[0] == 1.0);  // all first digits right
+  CHECK(a.component[1] == 1.0);  // all second digits right
+  CHECK(a.component[2] == 0.5);  // 0 vs 1 and 3 vs 0 wrong
+  CHECK_THROWS_WITH_AS(
+      count_predictions(logits, std::span<const int32_t>(gold).first(2), &task, counts),
+      "evaluation: 2 labels for 5 rows of logits", Error);
+  // Counts add up token-weighted: a second batch of one right token.
+  EvalCounts second;
+  Tensor one = Tensor::zeros({1, 1, 64});
+  one.data()[5] = 1.0f;
+  count_predictions(one, std::vector<int32_t>{5}, &task, second);
+  counts.add(second);
+  CHECK(counts.tokens == 5);
+  CHECK(counts.accuracy() == 3.0 / 5.0);
+  // Without a task no relation is scored.
+  EvalCounts plain_counts;
+  count_predictions(logits, gold, nullptr, plain_counts);
+  CHECK(plain_counts.relation_correct.empty());
+  CHECK(plain_counts.correct == 2);
 
   // A task that does not override relation_correct scores the whole label for every relation.
   struct WholeLabel : Task {
@@ -293,8 +311,7 @@ TEST_CASE("train: component accuracy scores each relation by the task's relation
     std::vector<std::string> relations_{"A", "B", "C"};
   };
   const WholeLabel whole;
-  LabelAccuracyAccumulator plain(whole);
-  plain.add(pred, gold);
-  const LabelAccuracy b = plain.finish();
-  for (double c : b.component) CHECK(c == doctest::Approx(0.5));
+  EvalCounts plain;
+  count_predictions(logits, gold, &whole, plain);
+  for (double c : label_accuracy(plain).component) CHECK(c == 0.5);
 }

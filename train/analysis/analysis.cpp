@@ -146,8 +146,8 @@ void ablate_groups(Encoder& model, GateEvaluations& evals, double min_mass, Anal
 }
 
 // Importance: the mean over batches of |dL/dg| at g = 1, L2-normalised within each layer.
-void measure_importance(Encoder& model, const EvalSet& set, AnalysisResult& res) {
-  const std::vector<double> raw = gate_gradients(model, set);
+void measure_importance(Encoder& model, const Task& task, const EvalSet& set, AnalysisResult& res) {
+  const std::vector<double> raw = gate_gradients(model, set, task);
   const std::vector<double> normalised = normalise_per_layer(raw, res.layers, res.heads);
   for (size_t k = 0; k < raw.size(); ++k) {
     res.per_head[k].importance_raw = raw[k];
@@ -165,9 +165,9 @@ std::vector<PruningStep> prune(Encoder& model, const Task& task, const EvalSet& 
   const auto measure = [&](const Gates& g, bool importance) {
     if (!importance) return GateMeasure{evals.accuracy(g), {}};
     set_gates(model, g);
-    LabelAccuracyAccumulator accuracy(task);
-    std::vector<double> raw = gate_gradients(model, set, &accuracy);
-    const LabelAccuracy acc = accuracy.finish();
+    EvalCounts counts;
+    std::vector<double> raw = gate_gradients(model, set, task, &counts);
+    const LabelAccuracy acc = label_accuracy(counts);
     evals.record(g, acc);
     return GateMeasure{acc, std::move(raw)};
   };
@@ -203,14 +203,16 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   const EvalSet set =
       make_eval_set(task, static_cast<uint64_t>(res.seed), res.batches, res.batch_size);
   const EvalModeGuard eval_mode(model);
-  res.eval = evaluate(model, set, task, &res.eval_loss);
+  const EvalCounts counts = evaluate(model, set, task);
+  res.eval = label_accuracy(counts);
+  res.eval_loss = counts.loss();
   measure_attention(model, task, set, options.examples, res);
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);
   GateEvaluations evals(model, set, task);
   evals.record(gates_without(res.layers, res.heads, {}), res.eval);  // all ones
   ablate_heads(model, evals, res);
   ablate_groups(model, evals, options.group_min_mass, res);
-  measure_importance(model, set, res);
+  measure_importance(model, task, set, res);
   res.pruning = prune(model, task, set, evals, res);
   res.composition = compose(model, set, res);
   return res;

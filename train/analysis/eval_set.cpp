@@ -43,12 +43,6 @@ EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t 
   return set;
 }
 
-std::vector<std::span<const int32_t>> feature_spans(const Batch& b) {
-  std::vector<std::span<const int32_t>> f;
-  for (const auto& v : b.features) f.emplace_back(v);
-  return f;
-}
-
 void predict(const Tensor& logits, std::vector<int32_t>& out) {
   const int64_t C = logits.shape().back(), rows = logits.numel() / C;
   out.resize(static_cast<size_t>(rows));
@@ -60,26 +54,17 @@ void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates) {
     model.attention(static_cast<int64_t>(l)).set_head_mask(gates[l]);
 }
 
-LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task, double* loss) {
+EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task) {
   NoGradGuard no_grad;
-  LabelAccuracyAccumulator acc(task);
-  std::vector<int32_t> pred;
-  double loss_sum = 0;
-  for (const Batch& b : set.batches) {
-    const auto f = feature_spans(b);
-    EncoderOutput out = model.forward(f, b.batch_size, b.seq_len);
-    predict(out.logits.value(), pred);
-    acc.add(pred, b.labels);
-    if (loss) loss_sum += cross_entropy(out.logits, b.labels, kIgnoreIndex).value().item();
-  }
-  if (loss) *loss = loss_sum / static_cast<double>(set.batches.size());
-  return acc.finish();
+  EvalCounts counts;
+  for (const Batch& b : set.batches) counts.add(evaluate_batch(model, b, task));
+  return counts;
 }
 
 LabelAccuracy GateEvaluations::accuracy(const Gates& gates) {
   if (const auto it = known_.find(gates); it != known_.end()) return it->second;
   set_gates(model_, gates);
-  return known_[gates] = evaluate(model_, set_, task_);
+  return known_[gates] = label_accuracy(evaluate(model_, set_, task_));
 }
 
 HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
@@ -87,9 +72,11 @@ HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
   NoGradGuard no_grad;
   HeadMetricsAccumulator acc(static_cast<int>(model.num_layers()),
                              static_cast<int>(model.options().heads), relations);
+  std::vector<std::span<const int32_t>> features;
   for (size_t k = 0; k < set.batches.size(); ++k) {
     const Batch& b = set.batches[k];
-    EncoderOutput out = model.forward(feature_spans(b), b.batch_size, b.seq_len, nullptr, true);
+    b.feature_spans(features);
+    EncoderOutput out = model.forward(features, b.batch_size, b.seq_len, nullptr, true);
     std::vector<Tensor> weights;
     for (const Var& w : out.weights) weights.push_back(w.value());
     const std::vector<uint8_t> counted = labelled_tokens(b);
@@ -99,23 +86,26 @@ HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
   return acc.finish();
 }
 
-std::vector<double> gate_gradients(Encoder& model, const EvalSet& set,
-                                   LabelAccuracyAccumulator* accuracy) {
+std::vector<double> gate_gradients(Encoder& model, const EvalSet& set, const Task& task,
+                                   EvalCounts* counts) {
   const int64_t L = model.num_layers(), H = model.options().heads;
   std::vector<double> sum(static_cast<size_t>(L * H), 0.0);
   {
     FrozenParameters frozen(model);
     for (int64_t l = 0; l < L; ++l) model.attention(l).set_gate_requires_grad(true);
-    std::vector<int32_t> pred;
+    std::vector<std::span<const int32_t>> features;
     for (const Batch& b : set.batches) {
-      EncoderOutput out = model.forward(feature_spans(b), b.batch_size, b.seq_len);
-      if (accuracy) {
-        predict(out.logits.value(), pred);
-        accuracy->add(pred, b.labels);
-      }
+      b.feature_spans(features);
+      EncoderOutput out = model.forward(features, b.batch_size, b.seq_len);
       Var loss = cross_entropy(out.logits, b.labels, kIgnoreIndex);
+      if (counts) {  // as evaluate_batch counts
+        EvalCounts batch;
+        count_predictions(out.logits.value(), b.labels, &task, batch);
+        batch.loss_sum = loss.value().item() * static_cast<double>(batch.tokens);
+        counts->add(batch);
+      }
       if (!loss.requires_grad()) {  // no attention layer: no gradient to measure
-        if (accuracy) continue;
+        if (counts) continue;
         break;
       }
       loss.backward();

@@ -29,15 +29,14 @@ struct EvalSet {
 // Batches 0..batches-1 of the stream `seed`.
 EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t batch_size);
 
-std::vector<std::span<const int32_t>> feature_spans(const Batch& b);
-// Argmax over the last dim of logits [B, T, C] -> [B*T].
+// Argmax over the last dim of logits [B, T, C] -> [B*T] (the examples' predicted labels).
 void predict(const Tensor& logits, std::vector<int32_t>& out);
 // Gates [L][H] into the model's layers.
 void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates);
 
-// Accuracy (and the mean batch loss when `loss` is given) with the current gates.
-LabelAccuracy evaluate(Encoder& model, const EvalSet& set, const Task& task,
-                       double* loss = nullptr);
+// The set's counts with the current gates: the one evaluation (train/eval/evaluation.h), so
+// accuracy and loss are token-weighted as in training's metrics.
+EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task);
 
 // Each gate setting's accuracy, evaluated once: the analysis meets some settings more than once
 // (a relation group of one head is that head's ablation; with one head in a layer, keeping it
@@ -72,12 +71,13 @@ HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
                               const AttentionVisitor& visit = {});
 
 // mean over batches of |dL/dg_{l,h}| at the current gates, L the batch's mean token
-// cross-entropy; [L * H], layer-major. With `accuracy`, the same forward passes' predictions are
-// added to it (what evaluate would find with these gates: recording the tape changes no value).
+// cross-entropy; [L * H], layer-major. With `counts`, the same forward passes' predictions are
+// counted into it (what evaluate would count with these gates: recording the tape changes no
+// value).
 // Parameters stop requiring gradients meanwhile; afterwards the gates are back at ones without
 // gradients (Encoder::reset_head_gates).
-std::vector<double> gate_gradients(Encoder& model, const EvalSet& set,
-                                   LabelAccuracyAccumulator* accuracy = nullptr);
+std::vector<double> gate_gradients(Encoder& model, const EvalSet& set, const Task& task,
+                                   EvalCounts* counts = nullptr);
 
 }  // namespace analysis_detail
 }  // namespace headlab

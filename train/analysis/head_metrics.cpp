@@ -249,35 +249,8 @@ std::vector<std::vector<float>> gates_keep_only(int layers, int heads, HeadRef k
   return gates;
 }
 
-LabelAccuracyAccumulator::LabelAccuracyAccumulator(const Task& task)
-    : task_(task),
-      relations_(static_cast<int>(task.relations().size())),
-      component_correct_(task.relations().size()) {
-  if (relations_ == 0) fail("label accuracy: task '{}' has no relations", task.name());
-}
-
-void LabelAccuracyAccumulator::add(std::span<const int32_t> predicted,
-                                   std::span<const int32_t> gold) {
-  if (predicted.size() != gold.size()) {
-    fail("label accuracy: {} predictions but {} labels", predicted.size(), gold.size());
-  }
-  for (size_t i = 0; i < gold.size(); ++i) {
-    if (gold[i] < 0) continue;
-    ++count_;
-    if (predicted[i] == gold[i]) ++correct_;
-    for (int r = 0; r < relations_; ++r) {
-      if (task_.relation_correct(predicted[i], gold[i], r)) ++component_correct_[r];
-    }
-  }
-}
-
-LabelAccuracy LabelAccuracyAccumulator::finish() const {
-  LabelAccuracy out;
-  out.count = count_;
-  const double inv = count_ > 0 ? 1.0 / static_cast<double>(count_) : 0.0;
-  out.accuracy = static_cast<double>(correct_) * inv;
-  for (int64_t c : component_correct_) out.component.push_back(static_cast<double>(c) * inv);
-  return out;
+LabelAccuracy label_accuracy(const EvalCounts& counts) {
+  return {counts.accuracy(), counts.relation_accuracy(), counts.tokens};
 }
 
 std::vector<std::vector<double>> group_ablation_drops(const LabelAccuracy& base,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "train/eval/evaluation.h"
 #include "train/tasks/task.h"
 
 namespace headlab {
@@ -137,22 +138,8 @@ struct LabelAccuracy {
   int64_t count = 0;
 };
 
-// Accumulates LabelAccuracy over batches. Labels < 0 are ignored (BOS).
-class LabelAccuracyAccumulator {
- public:
-  // Scores by task.relation_correct over task.relations(); the task must outlive the
-  // accumulator. Throws headlab::Error when the task has no relations.
-  explicit LabelAccuracyAccumulator(const Task& task);
-  // predicted and gold have equal length (throws otherwise).
-  void add(std::span<const int32_t> predicted, std::span<const int32_t> gold);
-  LabelAccuracy finish() const;
-
- private:
-  const Task& task_;
-  int relations_;
-  int64_t count_ = 0, correct_ = 0;
-  std::vector<int64_t> component_correct_;
-};
+// The figures of the one accuracy counter's counts (train/eval/evaluation.h).
+LabelAccuracy label_accuracy(const EvalCounts& counts);
 
 // drop[r][c] = base.component[c] - ablated[r].component[c]: the relation-group ablation matrix
 // (row: the group gated off; column: the label component whose accuracy drops).

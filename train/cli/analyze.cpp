@@ -63,7 +63,7 @@ fs::path analysis_dir(const fs::path& run, const fs::path& used) {
 struct AnalyzeArgs {
   std::string run_dir;
   std::string checkpoint;
-  int64_t examples = -1;  // -1: 4, or fewer when the batch is smaller
+  int64_t examples = -1;  // -1: AnalysisOptions::kDefaultExamples, or fewer in a smaller batch
   int64_t batches = 0;
   int64_t batch_size = 0;
   bool report_only = false;
@@ -103,21 +103,21 @@ int run_analyze(const AnalyzeArgs& a) {
         "--examples = {} is more than the sentences of a batch ({}; --batch-size or "
         "train.eval_batch_size)",
         a.examples, batch);
-  options.examples = a.examples >= 0 ? a.examples : std::min<int64_t>(4, batch);
-  Trainer trainer(config, rc.run_dir);
-  trainer.restore(ConfigUse::evaluate, c);
+  options.examples =
+      a.examples >= 0 ? a.examples : std::min(AnalysisOptions::kDefaultExamples, batch);
+  RunModel model(config);
+  model.restore(c, ConfigUse::evaluate, rc.run_dir);
   // Everything was checked: claim the run (a run still training is refused) and write.
   const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);
   const fs::path out = analysis_dir(rc.run_dir, used);
   make_directories(out);
-  const AnalysisResult r =
-      analyze_run(rc.run_dir, trainer.model(), trainer.task(), trainer.config(), options,
-                  out == rc.run_dir ? fs::path{} : out);
+  const AnalysisResult r = analyze_run(rc.run_dir, model.encoder(), model.task(), model.config(),
+                                       options, out == rc.run_dir ? fs::path{} : out);
   fmt::print("{}", summary_text(r));
   fmt::print(
       "analyzed {} (step {}); wrote heads.json, attention.npy, attention_tokens.json and "
       "report.html in {}\n",
-      used.string(), trainer.step(), out.string());
+      used.string(), c.step, out.string());
   return kOk;
 }
 
@@ -125,7 +125,8 @@ int run_analyze(const AnalyzeArgs& a) {
 
 void analyze_after_train(Trainer& trainer) {
   AnalysisOptions options;
-  options.examples = std::min<int64_t>(4, trainer.config().train.eval_batch_size);
+  options.examples =
+      std::min(AnalysisOptions::kDefaultExamples, trainer.config().train.eval_batch_size);
   const AnalysisResult r =
       analyze_run(trainer.run_dir(), trainer.model(), trainer.task(), trainer.config(), options);
   const std::string text =
@@ -145,8 +146,10 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
                   "Analyze this checkpoint (step-NNNNNN or a path to one) instead of the latest; "
                   "an earlier one is written into RUN_DIR/analysis/step-NNNNNN/")
       ->type_name("NAME|PATH");
-  add_int_option(*cmd, "--examples", a.examples, -1, 65536,
-                 "Sentences whose attention maps go to attention.npy (-1: 4, at most a batch)");
+  add_int_option(
+      *cmd, "--examples", a.examples, -1, 65536,
+      fmt::format("Sentences whose attention maps go to attention.npy (-1: {}, at most a batch)",
+                  AnalysisOptions::kDefaultExamples));
   add_int_option(*cmd, "--batches", a.batches, 0, 65536,
                  "Evaluation batches (0: train.eval_batches)");
   add_int_option(*cmd, "--batch-size", a.batch_size, 0, 65536,

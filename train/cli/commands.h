@@ -31,6 +31,9 @@ void analyze_after_train(Trainer& trainer);
 
 // Plugins (plugins.cpp). --plugin PATH, repeatable, into `plugins`.
 void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins);
+// Loads a plugin that a config names (runtime.plugins): the PluginLoader the CLI hands to every
+// config it reads (train/config/config.h).
+void load_config_plugin(const std::filesystem::path& plugin);
 // Loads each --plugin; an error names the flag and the plugin.
 void load_plugin_flags(const std::vector<std::string>& plugins);
 // Loads the plugins <run_dir>/run.json records, each checked against its sha256 (none: no-op).

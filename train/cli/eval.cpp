@@ -16,8 +16,9 @@
 #include "train/cli/options.h"
 #include "train/config/config.h"
 #include "train/run/checkpoint.h"
+#include "train/run/evaluate.h"
+#include "train/run/model.h"
 #include "train/run/run_dir.h"
-#include "train/run/trainer.h"
 
 namespace headlab::cli {
 namespace {
@@ -55,10 +56,10 @@ int run_eval(const EvalArgs& a) {
   // The config the checkpoint was trained with; --set may change what an evaluation measures.
   const Config config =
       parse_config(c.resolved_config, (used / "config.resolved.toml").string(), a.sets);
-  Trainer trainer(config, rc.run_dir);
-  trainer.restore(ConfigUse::evaluate, c);
-  const EvalMetrics e = trainer.evaluate();
-  const TrainConfig& t = trainer.config().train;
+  RunModel model(config);
+  model.restore(c, ConfigUse::evaluate, rc.run_dir);
+  const EvalMetrics e = evaluate(model, c.step);
+  const TrainConfig& t = model.config().train;
   if (a.json) {
     print_json(e, t, used);
     return kOk;

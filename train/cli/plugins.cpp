@@ -27,6 +27,10 @@ void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+void load_config_plugin(const fs::path& plugin) {
+  load_plugin(plugin);
+}
+
 void load_plugin_flags(const std::vector<std::string>& plugins) {
   for (const std::string& p : plugins) {
     try {

@@ -168,6 +168,7 @@ SweepSpec make_spec(const SweepArgs& a) {
   for (const std::string& o : a.over) spec.over.push_back(parse_over(o));
   spec.seeds = a.seeds;
   spec.sets = a.sets;
+  spec.load_plugin = load_config_plugin;
   spec.out_dir = a.out.empty() ? fs::path("runs") / ("sweep-" + fs::path(a.config).stem().string())
                                : fs::path(a.out);
   return spec;

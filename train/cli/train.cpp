@@ -190,7 +190,7 @@ std::unique_ptr<Trainer> prepare(const TrainArgs& a, RunDirPlan& plan) {
   on_every_rank(comm, [&] { load_plugin_flags(a.plugins); });
   if (a.resume) load_plugins_of_run(comm, out);
   Config config;
-  on_every_rank(comm, [&] { config = load_config(a.config, a.sets); });
+  on_every_rank(comm, [&] { config = load_config(a.config, a.sets, {}, load_config_plugin); });
   check_ranks_agree(config);
   // Building the model writes nothing and finds what only the layers can check; the checkpoint
   // is checked before anything is written too.

@@ -105,14 +105,14 @@ void validate_config(const Config& c) {
     fail("{}: schedule.min_lr = {} is larger than optim.lr = {}: expected min_lr <= lr",
          c.where("schedule.min_lr"), c.schedule.min_lr, c.optim.lr);
 
-  const OptimConfig& o = c.optim;
+  const OptimizerOptions& o = c.optim;
   if (o.name != "sgd" && (o.momentum != 0.0 || o.nesterov)) {
     const char* key = o.momentum != 0.0 ? "optim.momentum" : "optim.nesterov";
     fail("{}: {} applies to sgd only, but optim.name is \"{}\"", c.where(key), key, o.name);
   }
   if (o.nesterov && o.momentum == 0.0)
     fail("{}: optim.nesterov = true needs optim.momentum > 0", c.where("optim.nesterov"));
-  const ScheduleConfig& s = c.schedule;
+  const ScheduleOptions& s = c.schedule;
   if (s.name == "warmup_cosine" && s.warmup_steps >= c.train.steps)
     fail("{}: schedule.warmup_steps = {} must be below train.steps = {} for warmup_cosine",
          c.where(c.origins.contains("schedule.warmup_steps") ? "schedule.warmup_steps"

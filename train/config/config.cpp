@@ -11,7 +11,6 @@
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
 #include "train/io/files.h"
-#include "train/plugins/loader.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -264,18 +263,18 @@ void check_layer_names(const Config& config) {
   }
 }
 
-// Loads runtime.plugins, each made absolute from the config file's folder (or the current
-// directory, for a --set), so that their layers and tasks are registered before the slots and
-// the task are checked; the config keeps the absolute paths.
-void load_plugins(Config& config) {
+// Makes runtime.plugins absolute from the config file's folder (or the current directory, for
+// a --set); the config keeps the absolute paths. With a loader, hands each to it, so that their
+// layers and tasks are registered before the slots and the task are checked.
+void resolve_plugins(Config& config, const PluginLoader& load_plugin) {
   const std::string where = config.where("runtime.plugins");
   const fs::path base =
       where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
   for (size_t i = 0; i < config.runtime.plugins.size(); ++i) {
     std::string& plugin = config.runtime.plugins[i];
-    plugin = absolute_plugin_path(base / plugin).string();
     try {
-      load_plugin(plugin);
+      plugin = absolute_normal_path(base / plugin).string();
+      if (load_plugin) load_plugin(plugin);
     } catch (const Error& e) {
       fail("{}: runtime.plugins[{}]: {}", where, i, e.what());
     }
@@ -310,7 +309,7 @@ void resolve_task(const Collected& collected, const std::vector<Override>& overr
 
 Config resolve(toml::table& root, std::string_view source,
                std::span<const std::string> override_args,
-               std::span<const std::string> override_origins) {
+               std::span<const std::string> override_origins, const PluginLoader& load_plugin) {
   Collected collected;
   collect(root, source, collected);
   std::vector<Override> overrides;
@@ -336,7 +335,7 @@ Config resolve(toml::table& root, std::string_view source,
     check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
-    if (e.spec->key == "runtime.plugins") load_plugins(config);
+    if (e.spec->key == "runtime.plugins") resolve_plugins(config, load_plugin);
   }
   resolve_option_tables(collected, overrides, config);
   for (const auto& spec : config_keys())
@@ -353,22 +352,23 @@ Config resolve(toml::table& root, std::string_view source,
 
 Config parse_config(std::string_view toml_text, std::string_view source_name,
                     std::span<const std::string> overrides,
-                    std::span<const std::string> override_origins) {
+                    std::span<const std::string> override_origins,
+                    const PluginLoader& load_plugin) {
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name);
   } catch (const toml::parse_error& e) {
     fail("{}: invalid TOML: {}", position(e.source(), source_name), e.description());
   }
-  return resolve(root, source_name, overrides, override_origins);
+  return resolve(root, source_name, overrides, override_origins, load_plugin);
 }
 
 Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides,
-                   std::span<const std::string> override_origins) {
+                   std::span<const std::string> override_origins, const PluginLoader& load_plugin) {
   // Bounded: a config is a small text file, and /dev/zero or a huge file must not exhaust memory.
   constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
   return parse_config(read_input_file(file, kMaxConfigBytes, "config file"), file.string(),
-                      overrides, override_origins);
+                      overrides, override_origins, load_plugin);
 }
 
 Config load_run_config(const std::filesystem::path& file, std::span<const std::string> overrides) {

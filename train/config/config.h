@@ -1,8 +1,9 @@
 #pragma once
 // The run configuration: what `headlab train` reads from a TOML file.
 //
-// The structs below are the ONE place where defaults live; configs/README.md's table is
-// generated from them through the key schema (train/config_schema.h). `task.name` is the only
+// The structs below, and the optimizer's and schedule's options they hold (optim/factory.h), are
+// the ONE place where defaults live; configs/README.md's table is generated from them through
+// the key schema (train/config/schema.h). `task.name` is the only
 // required key. Loading is strict: an unknown key, a wrong type, a value out of range or an
 // inconsistent combination throws headlab::Error whose message starts with the position of the
 // offending key ("dependency.toml:3:9: ", or "--set model.heads=5: " for an override) and names
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -19,6 +21,8 @@
 #include <vector>
 
 #include "layers/options.h"
+#include "optim/factory.h"
+#include "train/dist/comm.h"
 #include "train/tasks/task.h"  // TaskConfig
 
 namespace headlab {
@@ -51,24 +55,6 @@ struct ModelConfig {
   OptionMap positions_options;
 };
 
-struct OptimConfig {
-  std::string name = "adam";
-  double lr = 3e-3;
-  std::vector<double> betas = {0.9, 0.98};
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  double momentum = 0.0;   // sgd only
-  bool nesterov = false;   // sgd only
-  double clip_norm = 1.0;  // 0: no clipping
-};
-
-struct ScheduleConfig {
-  std::string name = "warmup_cosine";
-  int64_t warmup_steps = 100;
-  double min_lr = 0.0;
-  int64_t d_model = 0;
-};
-
 struct TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 32;  // sentences per micro-batch
@@ -89,7 +75,7 @@ struct RuntimeConfig {
   std::string backend = "auto";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
-  double dist_timeout = 300;  // seconds a rank waits for another (docs/distributed.md)
+  double dist_timeout = kDefaultPeerTimeout;  // seconds a rank waits for another
   // Plugins (train/plugins/plugin.h) loaded before the slots and the task are checked. Given
   // relative to the config file's folder (to the current directory in a --set); a loaded config
   // holds them absolute.
@@ -99,8 +85,8 @@ struct RuntimeConfig {
 struct Config {
   ModelConfig model;
   TaskConfig task;
-  OptimConfig optim;
-  ScheduleConfig schedule;
+  OptimizerOptions optim;    // [optim]: the optimizer's own options (optim/factory.h)
+  ScheduleOptions schedule;  // [schedule], but total_steps: a run takes it from train.steps
   TrainConfig train;
   RuntimeConfig runtime;
 
@@ -116,15 +102,24 @@ struct Config {
   std::string where(const std::string& key) const;
 };
 
+// Called with each runtime.plugins entry (absolute) while a config is read, before its layer
+// slots and task are checked, so that the names a plugin registers may be used there. Reading a
+// config loads nothing by itself: a program that runs plugins passes one (the CLI passes
+// load_plugin, train/plugins/loader.h); without one, a plugin's layers and tasks must be
+// registered already, else the config names them as unknown.
+using PluginLoader = std::function<void(const std::filesystem::path& plugin)>;
+
 // Reads `file` (a regular file, a pipe or a device, at most 16 MiB), applies each override
-// ("a.b=value", later ones win), loads runtime.plugins, fills defaults and validates (see validate_config). A value is
+// ("a.b=value", later ones win), resolves runtime.plugins (absolute from the file's folder)
+// and hands each to `load_plugin`, fills defaults and validates (see validate_config). A value is
 // TOML, or as people type it: a bare string where the key is a string (model.norm=post) and
 // a,b,c where it is an array (optim.betas=0.9,0.98). `override_origins[i]`, when given, names
 // override i in messages instead of "--set <override>" (a sweep's "--over model.heads=4,5").
 // Throws headlab::Error: unreadable file, TOML syntax error (with file:line:col), unknown key
 // (with a did-you-mean), wrong type, value out of range, NaN/Inf, failed cross-field check.
 Config load_config(const std::filesystem::path& file, std::span<const std::string> overrides = {},
-                   std::span<const std::string> override_origins = {});
+                   std::span<const std::string> override_origins = {},
+                   const PluginLoader& load_plugin = {});
 // The same for a config headlab wrote into a run or checkpoint directory
 // (config.resolved.toml): a regular file only, at most 16 MiB, opened without blocking, so a
 // FIFO or a device planted there is refused rather than read.
@@ -133,7 +128,8 @@ Config load_run_config(const std::filesystem::path& file,
 // The same for TOML text; `source_name` stands in for the file name in messages.
 Config parse_config(std::string_view toml_text, std::string_view source_name,
                     std::span<const std::string> overrides = {},
-                    std::span<const std::string> override_origins = {});
+                    std::span<const std::string> override_origins = {},
+                    const PluginLoader& load_plugin = {});
 
 // Cross-field checks: heads divides d_model (unless head_dim is given), betas, min_lr <= lr,
 // relations, sizes within bounds and the memory estimate within runtime.max_memory_gb. Called

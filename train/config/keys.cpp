@@ -1,11 +1,15 @@
 // The key table: every config key, its member of Config, range or choices, and meaning. The
-// defaults are not here: they are the member initialisers of the structs in train/config.h.
+// defaults are not here: they are the member initialisers of the structs in
+// train/config/config.h and optim/factory.h.
 
+#include <algorithm>
+#include <array>
 #include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "core/error.h"
 #include "train/config/schema.h"
 
 namespace headlab {
@@ -13,6 +17,12 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+// A fixed-length array of reals (optim.betas) is a real array of that length in the file.
+template <class T>
+struct is_real_array : std::false_type {};
+template <size_t N>
+struct is_real_array<std::array<double, N>> : std::true_type {};
 
 template <class T>
 constexpr KeyType type_of() {
@@ -24,7 +34,7 @@ constexpr KeyType type_of() {
     return KeyType::boolean;
   else if constexpr (std::is_same_v<T, std::string>)
     return KeyType::string;
-  else if constexpr (std::is_same_v<T, std::vector<double>>)
+  else if constexpr (std::is_same_v<T, std::vector<double>> || is_real_array<T>::value)
     return KeyType::real_array;
   else
     return KeyType::string_array;
@@ -68,10 +78,24 @@ Key key_of(std::string key, S Config::*section, T S::*member) {
   Key k;
   k.s.key = std::move(key);
   k.s.type = type_of<T>();
-  k.s.get = [section, member](const Config& c) -> ConfigValue { return (c.*section).*member; };
-  k.s.set = [section, member](Config& c, const ConfigValue& v) {
-    (c.*section).*member = std::get<T>(v);
-  };
+  if constexpr (is_real_array<T>::value) {  // its length is checked before set (length())
+    k.s.get = [section, member](const Config& c) -> ConfigValue {
+      const T& a = (c.*section).*member;
+      return std::vector<double>(a.begin(), a.end());
+    };
+    k.s.set = [section, member, key = k.s.key](Config& c, const ConfigValue& v) {
+      const auto& values = std::get<std::vector<double>>(v);
+      T& a = (c.*section).*member;
+      if (values.size() != a.size())
+        fail("{} has {} elements but expected {}", key, values.size(), a.size());
+      std::copy(values.begin(), values.end(), a.begin());
+    };
+  } else {
+    k.s.get = [section, member](const Config& c) -> ConfigValue { return (c.*section).*member; };
+    k.s.set = [section, member](Config& c, const ConfigValue& v) {
+      (c.*section).*member = std::get<T>(v);
+    };
+  }
   return k;
 }
 
@@ -153,7 +177,7 @@ void task_keys(std::vector<Key>& k) {
 }
 
 void optim_keys(std::vector<Key>& k) {
-  using O = OptimConfig;
+  using O = OptimizerOptions;
   k.push_back(key_of("optim.name", &C::optim, &O::name)
                   .one_of({"adam", "adamw", "sgd"})
                   .shapes()
@@ -180,7 +204,7 @@ void optim_keys(std::vector<Key>& k) {
 }
 
 void schedule_keys(std::vector<Key>& k) {
-  using S = ScheduleConfig;
+  using S = ScheduleOptions;
   k.push_back(key_of("schedule.name", &C::schedule, &S::name)
                   .one_of({"constant", "warmup_cosine", "warmup_inverse_sqrt"})
                   .doc("Learning-rate schedule: linear warmup, then constant, cosine decay to "

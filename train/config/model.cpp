@@ -32,6 +32,12 @@ EncoderOptions encoder_options(const Config& c, const Task& task) {
   return o;
 }
 
+ScheduleOptions schedule_options(const Config& c) {
+  ScheduleOptions s = c.schedule;
+  s.total_steps = c.train.steps;
+  return s;
+}
+
 void rethrow_with_position(const Error& e, const Config& c) {
   const std::string message = e.what();
   for (const auto& t : option_tables()) {

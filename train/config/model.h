@@ -1,7 +1,9 @@
 #pragma once
-// From a config to the model it describes: the EncoderOptions the trainer builds its Encoder
-// from (and the memory estimate counts, layers/encoder.h Encoder::parameter_count), and the
-// position a layer's own error message lacks.
+// From a config to the options of what it describes, in one place: the EncoderOptions a run's
+// model builds its Encoder from (and the memory estimate counts, layers/encoder.h
+// Encoder::parameter_count) and the schedule's options over the run's length; the optimizer's
+// options are the config's own [optim] (Config::optim). Also the position a layer's own error
+// message lacks.
 
 #include "core/error.h"
 #include "layers/encoder.h"
@@ -15,6 +17,9 @@ class Task;
 // the three slots with their option tables. dropout_seed is left at 0 (the trainer derives it
 // from train.seed).
 EncoderOptions encoder_options(const Config& config, const Task& task);
+
+// [schedule] with total_steps = train.steps (warmup_cosine ends at the run's last step).
+ScheduleOptions schedule_options(const Config& config);
 
 // A layer's error names the layer ('layer_norm') but not where its options came from: throws
 // `e` again prefixed with the position of an override into the slot's options table, of the

@@ -19,6 +19,10 @@
 
 namespace headlab {
 
+// Seconds a rank waits for a peer before it throws, until set_timeout says otherwise (the
+// config's runtime.dist_timeout defaults to it).
+inline constexpr double kDefaultPeerTimeout = 300;
+
 class Comm {
  public:
   virtual ~Comm() = default;
@@ -27,7 +31,7 @@ class Comm {
   virtual int size() const = 0;
   // "Open MPI v4.1.4, 2 ranks" or "one process"; for logs and `headlab info`.
   virtual std::string describe() const = 0;
-  // Seconds a call may wait for a peer before it throws (default 300).
+  // Seconds a call may wait for a peer before it throws (default kDefaultPeerTimeout).
   virtual void set_timeout(double seconds) = 0;
 
   // Blocking point to point: messages from one rank to another arrive in the order sent, and a

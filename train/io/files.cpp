@@ -224,6 +224,15 @@ void make_directories(const fs::path& dir) {
     fail("cannot create directory '{}': it exists and is not a directory", dir.string());
 }
 
+fs::path absolute_normal_path(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) fail("cannot make '{}' an absolute path: {}", path.string(), ec.message());
+  p = p.lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" -> "dir"
+  return p;
+}
+
 void rename_path(const fs::path& from, const fs::path& to) {
   if (::rename(from.c_str(), to.c_str()) != 0)
     fail("cannot rename '{}' to '{}': {}", from.string(), to.string(), std::strerror(errno));

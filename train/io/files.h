@@ -89,6 +89,10 @@ void fsync_directory(const std::filesystem::path& dir);
 // mkdir -p; throws naming the path and reason (e.g. "Not a directory" under a regular file).
 void make_directories(const std::filesystem::path& dir);
 
+// `path` made absolute (from the current directory) and normal, without a trailing separator:
+// how a plugin is named in messages, in the resolved config and in run.json.
+std::filesystem::path absolute_normal_path(const std::filesystem::path& path);
+
 // rename(2): atomic within a file system; replaces an existing file or empty directory.
 void rename_path(const std::filesystem::path& from, const std::filesystem::path& to);
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "train/io/files.h"
 #include "train/io/sha256.h"
 #include "train/plugins/plugin.h"
 
@@ -162,14 +163,8 @@ std::string PluginItem::describe() const {
   return kind.empty() ? type + " " + name : fmt::format("{} {} ({})", type, name, kind);
 }
 
-fs::path absolute_plugin_path(const fs::path& path) {
-  fs::path p = fs::absolute(path).lexically_normal();
-  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/" -> "dir"
-  return p;
-}
-
 LoadedPlugin load_plugin(const fs::path& path, std::string_view expected_sha256) {
-  const fs::path absolute = absolute_plugin_path(path);
+  const fs::path absolute = absolute_normal_path(path);
   const std::string name = absolute.string();
   check_file(name, absolute);
   const fs::path canonical = fs::canonical(absolute);

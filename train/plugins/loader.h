@@ -41,10 +41,6 @@ struct LoadedPlugin {
   std::vector<PluginItem> registered;  // in its order
 };
 
-// `path` made absolute (from the current directory) and normal, without a trailing separator:
-// how a plugin is named in messages and in run.json.
-std::filesystem::path absolute_plugin_path(const std::filesystem::path& path);
-
 // Loads the plugin at `path` (relative paths are taken from the current directory), or does
 // nothing when the same file (by canonical path) is loaded already. With `expected_sha256`, the
 // file must still have that digest (the run directory's record). Returns the loaded plugin.

@@ -97,8 +97,13 @@ struct Curves {
 };
 Curves read_curves(const std::vector<nlohmann::json>& rows,
                    const std::vector<std::string>& relations);
+// The eval accuracy at which a run counts as having learned the task: summary.json's
+// steps_to_95, the sweeps' "reached 95%" and "specialized", the dashed line of every accuracy
+// chart and the report's good/bad cards.
+inline constexpr double kLearnedAccuracy = 0.95;
+
 // The first evaluation step with accuracy >= threshold; -1 if none.
-double steps_to(const Curves& curves, double threshold = 0.95);
+double steps_to(const Curves& curves, double threshold = kLearnedAccuracy);
 
 // Sweep report, from sweep.json ({"config", "over", "seeds", "runs": [{"values", "seed", "dir",
 // "ok", "eval_accuracy", "s_match", "s_max", "n_claimed", "steps_to_95", "train_seconds",

@@ -34,7 +34,7 @@ std::string curves_body(const RunView& v) {
   svg::LineChartOptions ao = chart("Accuracy", "step", "accuracy");
   ao.y_min = 0.0;
   ao.y_max = 1.0;
-  ao.reference_y = 0.95;
+  ao.reference_y = kLearnedAccuracy;
   std::vector<svg::Series> lr = {series("learning rate", "#59a14f", c.step, c.lr)};
   svg::LineChartOptions ro = chart("Learning rate", "step", "lr");
   ro.y_min = 0.0;

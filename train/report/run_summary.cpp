@@ -72,8 +72,8 @@ std::string summary_body(const RunView& v) {
   const int R = static_cast<int>(h.relations.size());
   const double claimed = num(spec, "n_claimed");
   std::string cards = "<div class=\"cards\">";
-  cards +=
-      card("eval accuracy", svg::number(acc, 3), acc >= 0.95 ? "good" : (acc < 0.8 ? "bad" : ""));
+  cards += card("eval accuracy", svg::number(acc, 3),
+                acc >= kLearnedAccuracy ? "good" : (acc < 0.8 ? "bad" : ""));
   cards += card("s_match", svg::number(num(spec, "s_match"), 2));
   cards += card("s_max", svg::number(num(spec, "s_max"), 2));
   cards += card("relations claimed", std::isnan(claimed) ? "-" : fmt::format("{} / {}", claimed, R),

@@ -57,7 +57,7 @@ std::string sweep_seeds_body(const SweepView& v) {
   svg::StripChartOptions acc = options("Eval accuracy", v.over, "eval accuracy");
   acc.y_min = 0.0;
   acc.y_max = 1.0;
-  acc.reference_y = 0.95;
+  acc.reference_y = kLearnedAccuracy;
   acc.digits = 3;
   svg::StripChartOptions sm = options("s_match", v.over, "mass on the gold partner");
   sm.y_min = 0.0;
@@ -72,7 +72,8 @@ std::string sweep_seeds_body(const SweepView& v) {
   return lede(
              "Every dot is one seed's run: click it to open that run's report. The black tick "
              "is the mean over the setting's seeds, the line through it one sample standard "
-             "deviation either side; dashed: 0.95 eval accuracy.") +
+             "deviation either side; dashed: " +
+             svg::number(kLearnedAccuracy, 2) + " eval accuracy.") +
          "<div class=\"row\">" + figure(svg::strip_chart(strips(v, "eval_accuracy", 3), acc)) +
          figure(svg::strip_chart(strips(v, "s_match", 2), sm)) +
          figure(svg::strip_chart(strips(v, "n_claimed", 0), nc)) + "</div>";

@@ -4,26 +4,19 @@
 #include <cmath>
 #include <optional>
 
-#include "autograd/grad_mode.h"
-#include "autograd/ops.h"
-#include "core/kernels/kernels.h"
-#include "core/rng.h"
-#include "core/threads.h"
 #include "layers/encoder.h"
-#include "optim/clip.h"
-#include "optim/factory.h"
+#include "optim/optimizer.h"
 #include "train/analysis/head_metrics.h"
-#include "train/config/model.h"
 #include "train/dist/agree.h"
 #include "train/dist/comm.h"
-#include "train/dist/reduce.h"
 #include "train/dist/share.h"
 #include "train/io/files.h"
+#include "train/report/report.h"
 #include "train/run/checkpoint.h"
+#include "train/run/evaluate.h"
 #include "train/run/metrics.h"
 #include "train/run/run_dir.h"
 #include "train/run/timeline.h"
-#include "train/tasks/registry.h"
 
 namespace headlab {
 namespace {
@@ -34,67 +27,23 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Streams of train.seed other than the data stream (which uses indices 0, 1, 2, ... = steps):
-// far-away stream numbers keep initialisation and dropout independent of every batch.
-constexpr uint64_t kInitStream = 0x494e4954ull << 32;     // "INIT"
-constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
+// What a stop on a non-finite value left on disk.
+std::string checkpoint_kept(int64_t last_checkpoint) {
+  return last_checkpoint >= 0
+             ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint)
+             : std::string("no checkpoint was written");
+}
 
 }  // namespace
 
 Trainer::Trainer(Config config, std::filesystem::path run_dir, Comm* comm)
-    : config_(std::move(config)),
-      run_dir_(std::move(run_dir)),
+    : run_dir_(std::move(run_dir)),
       own_comm_(comm ? nullptr : std::make_unique<LocalComm>()),
       comm_(comm ? comm : own_comm_.get()),
-      batch_(std::make_unique<Batch>()) {
-  set_num_threads(static_cast<int>(config_.runtime.threads));
-  set_backend(parse_backend(config_.runtime.backend));
-  task_ = make_task(config_.task);
-  Rng init_rng = Rng::derive(static_cast<uint64_t>(config_.train.seed), kInitStream);
-  EncoderOptions options = encoder_options(config_, *task_);
-  options.dropout_seed =
-      Rng::derive(static_cast<uint64_t>(config_.train.seed), kDropoutStream).next_u64();
-  try {
-    model_ = std::make_unique<Encoder>(options, init_rng);
-  } catch (const Error& e) {
-    rethrow_with_position(e, config_);
-  }
-  const OptimConfig& o = config_.optim;
-  OptimizerOptions oo;
-  oo.name = o.name;
-  oo.lr = o.lr;
-  oo.betas = {o.betas.at(0), o.betas.at(1)};
-  oo.eps = o.eps;
-  oo.weight_decay = o.weight_decay;
-  oo.momentum = o.momentum;
-  oo.nesterov = o.nesterov;
-  oo.clip_norm = o.clip_norm;
-  optimizer_ = make_optimizer(oo, model_->named_parameters());
-  ScheduleOptions so;
-  so.name = config_.schedule.name;
-  so.warmup_steps = config_.schedule.warmup_steps;
-  so.min_lr = config_.schedule.min_lr;
-  so.total_steps = config_.train.steps;
-  so.d_model = config_.schedule.d_model;
-  schedule_ = std::make_unique<Schedule>(make_schedule(so, o.lr));
-  model_->train();
-  // Every micro-batch's backward starts from existing zeroed gradients, the first one of the
-  // run included, whichever rank computes it (train/dist/reduce.h).
-  std::vector<int64_t> sizes;
-  for (const auto& p : optimizer_->parameters()) {
-    if (!p.var.has_grad()) p.var.grad() = Tensor::zeros(p.var.shape());
-    sizes.push_back(p.var.numel());
-  }
-  reducer_ = std::make_unique<GradientReducer>(*comm_, config_.train.grad_accum, std::move(sizes));
-}
+      model_(std::move(config)),
+      train_step_(model_, *comm_) {}
 
 Trainer::~Trainer() = default;
-
-int64_t Trainer::parameter_count() const {
-  int64_t n = 0;
-  for (const auto& p : model_->named_parameters()) n += p.var.numel();
-  return n;
-}
 
 const std::string& Trainer::run_id() {
   if (!run_id_) run_id_ = has_run_marker(run_dir_) ? read_run_marker(run_dir_) : std::string();
@@ -114,49 +63,18 @@ void Trainer::resume(ConfigUse use, const std::filesystem::path& checkpoint) {
   share_resumed_state();
 }
 
-void Trainer::restore(ConfigUse use, CheckpointData c) {
-  const std::string where = c.dir.string();
+void Trainer::restore(ConfigUse use, const CheckpointData& c) {
+  model_.restore(c, use, run_dir_, comm_->size());
   const char* verb = use == ConfigUse::resume ? "resume from" : "evaluate";
-  if (!c.run_id.empty() && !run_id().empty() && c.run_id != run_id())
-    fail(
-        "cannot {} '{}': it was written by run {}, but '{}' is run {} (a checkpoint copied in "
-        "from another run directory?)",
-        verb, where, c.run_id, run_dir_.string(), run_id());
-  const Config saved = parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string());
-  // A run is defined by its global batch, not by how it is split (docs/distributed.md); an
-  // evaluation runs on one process whatever the run's ranks were.
-  const int64_t saved_ranks =
-      use == ConfigUse::resume ? c.extra.value("world_size", int64_t{1}) : 1;
-  const int64_t ranks = use == ConfigUse::resume ? comm_->size() : 1;
-  const std::vector<std::string> diffs =
-      identity_differences(saved, config_, use, saved_ranks, ranks);
-  if (!diffs.empty()) {
-    std::string list;
-    for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
-    if (use == ConfigUse::resume)
-      fail(
-          "cannot resume from '{}': the config changes what the run computes ({}); restore "
-          "those values, or start a new run (--overwrite, or another --out)",
-          where, list);
-    fail(
-        "cannot evaluate '{}': the config changes what the run computes ({}); only train.eval_* "
-        "and runtime.* may differ from the run's",
-        where, list);
-  }
-  if (use == ConfigUse::resume && c.step > config_.train.steps)
-    fail("cannot resume from '{}': it is at step {} but train.steps is {}", where, c.step,
-         config_.train.steps);
-  if (c.data_cursor != c.step)
-    fail("cannot {} '{}': data cursor {} differs from step {}", verb, where, c.data_cursor, c.step);
+  Optimizer& optimizer = train_step_.optimizer();
   try {
-    model_->load_state_dict(c.model);
-    optimizer_->load_state_dict(c.optimizer);
+    optimizer.load_state_dict(c.optimizer);
   } catch (const Error& e) {
-    fail("cannot {} '{}': {}", verb, where, e.what());
+    fail("cannot {} '{}': {}", verb, c.dir.string(), e.what());
   }
-  if (optimizer_->step_count() != c.step)
-    fail("cannot {} '{}': optimizer.safetensors is at step {} but state.json at {}", verb, where,
-         optimizer_->step_count(), c.step);
+  if (optimizer.step_count() != c.step)
+    fail("cannot {} '{}': optimizer.safetensors is at step {} but state.json at {}", verb,
+         c.dir.string(), optimizer.step_count(), c.step);
   step_ = c.step;
   last_checkpoint_ = c.step;
   resumed_elapsed_ = c.extra.value("elapsed_seconds", 0.0);
@@ -165,8 +83,8 @@ void Trainer::restore(ConfigUse use, CheckpointData c) {
 
 void Trainer::share_resumed_state() {
   if (comm_->size() == 1) return;
-  StateDict model = comm_->is_root() ? model_->state_dict() : StateDict{};
-  StateDict optimizer = comm_->is_root() ? optimizer_->state_dict() : StateDict{};
+  StateDict model = comm_->is_root() ? this->model().state_dict() : StateDict{};
+  StateDict optimizer = comm_->is_root() ? this->optimizer().state_dict() : StateDict{};
   broadcast_state_dict(*comm_, 0, model);
   broadcast_state_dict(*comm_, 0, optimizer);
   int64_t steps[2] = {step_, last_checkpoint_};
@@ -174,12 +92,17 @@ void Trainer::share_resumed_state() {
   broadcast_values(*comm_, 0, std::span<int64_t>(steps));
   broadcast_values(*comm_, 0, std::span<double>(seconds));
   if (comm_->is_root()) return;
-  model_->load_state_dict(model);
-  optimizer_->load_state_dict(optimizer);
+  this->model().load_state_dict(model);
+  this->optimizer().load_state_dict(optimizer);
   step_ = steps[0];
   last_checkpoint_ = steps[1];
   resumed_elapsed_ = seconds[0];
   resumed_train_seconds_ = seconds[1];
+}
+
+void Trainer::stopped(const NonFiniteError& e) const {
+  throw NonFiniteError(e.step(), fmt::format("{}; {} (try a lower optim.lr)", e.what(),
+                                             checkpoint_kept(last_checkpoint_)));
 }
 
 void Trainer::check_finite_state(const StateDict& model, const StateDict& optimizer) const {
@@ -188,10 +111,7 @@ void Trainer::check_finite_state(const StateDict& model, const StateDict& optimi
       const float* x = t.tensor.data();
       for (int64_t i = 0; i < t.tensor.numel(); ++i) {
         if (std::isfinite(x[i])) continue;
-        const std::string kept =
-            last_checkpoint_ >= 0
-                ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint_)
-                : std::string("no checkpoint was written");
+        const std::string kept = checkpoint_kept(last_checkpoint_);
         throw NonFiniteError(
             step_, fmt::format("training stopped at step {}: the update made {} '{}' {}; {} (try "
                                "a lower optim.lr or a larger optim.eps)",
@@ -203,8 +123,8 @@ void Trainer::check_finite_state(const StateDict& model, const StateDict& optimi
 
 void Trainer::save(double elapsed, double train_seconds) {
   CheckpointData c;
-  c.model = model_->state_dict();
-  c.optimizer = optimizer_->state_dict();
+  c.model = model().state_dict();
+  c.optimizer = optimizer().state_dict();
   check_finite_state(c.model, c.optimizer);  // every rank alike: they hold the same state
   last_checkpoint_ = step_;
   if (!comm_->is_root()) return;  // rank 0 alone writes the run directory
@@ -214,9 +134,9 @@ void Trainer::save(double elapsed, double train_seconds) {
   c.extra = {{"elapsed_seconds", elapsed},
              {"train_seconds", train_seconds},
              {"world_size", comm_->size()}};
-  c.resolved_config = to_toml(config_);
-  c.config_hash = config_hash(config_);
-  save_checkpoint(run_dir_, c, config_.train.keep_checkpoints);
+  c.resolved_config = to_toml(config());
+  c.config_hash = config_hash(config());
+  save_checkpoint(run_dir_, c, config().train.keep_checkpoints);
 }
 
 // The bookkeeping of one session of run(): wall and step time (earlier sessions included) and
@@ -235,14 +155,14 @@ struct Trainer::Session {
 TrainResult Trainer::run(TrainObserver* observer) {
   TrainObserver none;
   TrainObserver& obs = observer ? *observer : none;
-  const TrainConfig& t = config_.train;
+  const TrainConfig& t = config().train;
   Session session{.resumed_elapsed = resumed_elapsed_, .train_seconds = resumed_train_seconds_};
 
   // Rank 0 alone writes the run directory (the others' metrics are the same numbers).
   std::optional<MetricsWriter> metrics;
   if (comm_->is_root()) {
-    create_directories(run_dir_);
-    write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config_));
+    make_directories(run_dir_);
+    write_file_atomic(run_dir_ / "config.resolved.toml", to_toml(config()));
     metrics.emplace(run_dir_ / "metrics.jsonl", step_ > 0 ? step_ : -1);
     if (t.timeline)
       timeline_ =
@@ -255,11 +175,17 @@ TrainResult Trainer::run(TrainObserver* observer) {
   obs.on_start(step_, t.steps, parameter_count());
   while (step_ < t.steps) {
     const Clock::time_point t0 = Clock::now();
-    StepMetrics m = train_step();
+    StepMetrics m;
+    try {
+      m = train_step_(step_);
+    } catch (const NonFiniteError& e) {
+      stopped(e);
+    }
+    step_ = m.step;
     const double dt = seconds_since(t0);
     session.train_seconds += dt;
     session.interval_seconds += dt;
-    session.interval_tokens += t.batch_size * t.grad_accum * comm_->size() * task_->seq_len();
+    session.interval_tokens += t.batch_size * t.grad_accum * comm_->size() * task().seq_len();
     m.elapsed_seconds = session.elapsed();
     result.final_loss = m.loss;
     after_step(m, session, metrics ? &*metrics : nullptr, obs, result);
@@ -287,8 +213,8 @@ TrainResult Trainer::run(TrainObserver* observer) {
       session.train_seconds > 0 ? static_cast<double>(step_) / session.train_seconds : 0.0;
   result.ranks = comm_->size();
   if (metrics) {
-    result.steps_to_95 = first_step_reaching(metrics->evals(), 0.95);
-    write_summary(run_dir_, summary_to_json(result, config_, parameter_count()));
+    result.steps_to_95 = first_step_reaching(metrics->evals(), kLearnedAccuracy);
+    write_summary(run_dir_, summary_to_json(result, config(), parameter_count()));
   }
   return result;
 }
@@ -297,7 +223,7 @@ TrainResult Trainer::run(TrainObserver* observer) {
 // eval_every), the checkpoint (every checkpoint_every); each also at the last step.
 void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter* metrics,
                          TrainObserver& obs, TrainResult& result) {
-  const TrainConfig& t = config_.train;
+  const TrainConfig& t = config().train;
   auto due = [&](int64_t every) { return step_ == t.steps || (every > 0 && step_ % every == 0); };
   if (due(t.log_every)) {
     m.tokens_per_second =
@@ -320,14 +246,18 @@ void Trainer::after_step(StepMetrics& m, Session& session, MetricsWriter* metric
   if (due(t.checkpoint_every)) checkpoint(session, obs);
 }
 
+EvalMetrics Trainer::evaluate() {
+  return headlab::evaluate(model_, step_, comm_);
+}
+
 EvalMetrics Trainer::evaluate_and_record() {
-  if (!config_.train.timeline) return evaluate();
+  if (!config().train.timeline) return evaluate();
   // Every rank passes an accumulator, so that all agree on which batches are weighed; only
   // rank 0's is filled (it evaluates those batches) and only rank 0 writes the row.
-  HeadMetricsAccumulator heads(static_cast<int>(model_->num_layers()),
-                               static_cast<int>(config_.model.heads),
-                               static_cast<int>(task_->relations().size()), true);
-  EvalMetrics e = evaluate(&heads);
+  HeadMetricsAccumulator heads(static_cast<int>(model().num_layers()),
+                               static_cast<int>(config().model.heads),
+                               static_cast<int>(task().relations().size()), true);
+  EvalMetrics e = headlab::evaluate(model_, step_, comm_, &heads);
   if (timeline_) timeline_->write(timeline_row(e, heads.finish()));
   return e;
 }

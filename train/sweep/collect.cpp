@@ -63,7 +63,7 @@ SweepOutcome collect_run(const SweepRun& run) {
     if (it != summary.end() && it->is_number() && it->get<int64_t>() >= 0) {
       out.steps_to_95 = it->get<int64_t>();
     } else if (it == summary.end()) {
-      const double s = steps_to(read_curves(read_jsonl(run.dir / "metrics.jsonl"), {}), 0.95);
+      const double s = steps_to(read_curves(read_jsonl(run.dir / "metrics.jsonl"), {}));
       if (s >= 0) out.steps_to_95 = static_cast<int64_t>(s);
     }
     const json spec = heads.value("specialization", json::object());
@@ -162,7 +162,7 @@ void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcome
 
 void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes,
                  const std::vector<SweepRunData>& data) {
-  fs::create_directories(spec.out_dir);
+  make_directories(spec.out_dir);
   const json doc = sweep_to_json(spec, outcomes);
   std::string report;
   try {

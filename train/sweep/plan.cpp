@@ -202,7 +202,7 @@ SweepAxis parse_over(const std::string& text) {
 
 std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan) {
   check_spec(spec);
-  const Config base = load_config(spec.config, spec.sets);
+  const Config base = load_config(spec.config, spec.sets, {}, spec.load_plugin);
   if (base.train.seed > std::numeric_limits<int64_t>::max() - (spec.seeds - 1))
     fail("--seeds {}: train.seed = {} plus {} leaves the 64-bit integers", spec.seeds,
          base.train.seed, spec.seeds - 1);
@@ -212,7 +212,7 @@ std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan) {
   for (size_t i = 0; i < runs.size(); ++i) {
     SweepRun& run = runs[i];
     // Every run's config is validated before anything trains.
-    const Config c = load_config(spec.config, run.overrides, run.origins);
+    const Config c = load_config(spec.config, run.overrides, run.origins, spec.load_plugin);
     const auto [it, fresh] = seen.emplace(config_hash(c), i);
     if (!fresh)
       fail("{} and {} are the same run (a value given twice?): remove one of them",

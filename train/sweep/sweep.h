@@ -30,6 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/config/config.h"
+
 namespace headlab {
 
 struct SweepRunData;  // train/report/report.h
@@ -53,6 +55,9 @@ struct SweepSpec {
   int64_t seeds = 1;              // >= 1
   std::vector<std::string> sets;  // extra "--set k=v" applied to every run (before the grid)
   std::filesystem::path out_dir;
+  // Loads the plugins the config names (runtime.plugins) while the runs' configs are checked;
+  // empty: their layers and tasks must be registered already (config.h, PluginLoader).
+  PluginLoader load_plugin;
 };
 
 // What a sweep does with a run (SweepPlan::resume decides it from the run's directory).

@@ -15,6 +15,11 @@ void Batch::resize(int64_t batch, int64_t length, size_t num_features, size_t re
   for (auto& p : partners) p.resize(n);
 }
 
+void Batch::feature_spans(std::vector<std::span<const int32_t>>& out) const {
+  out.clear();
+  for (const auto& f : features) out.emplace_back(f);
+}
+
 bool Task::relation_correct(int32_t predicted, int32_t gold, int /*relation*/) const {
   return predicted == gold;
 }

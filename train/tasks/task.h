@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct Batch {
   std::vector<std::vector<int32_t>> partners;
 
   int64_t tokens() const { return batch_size * seq_len; }
+  // Views of the feature arrays, one per feature, into `out` (reused: no allocation once sized),
+  // as Encoder::forward takes them.
+  void feature_spans(std::vector<std::span<const int32_t>>& out) const;
   // Sets the sizes and resizes every buffer (F features, R relations) to B * T, keeping their
   // capacity: a stream of equal-sized batches allocates only once. Contents are unspecified.
   void resize(int64_t batch, int64_t length, size_t features, size_t relations);

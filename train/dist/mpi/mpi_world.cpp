@@ -125,7 +125,7 @@ class MpiComm final : public Comm {
   }
 
   int rank_ = 0, size_ = 1;
-  double timeout_ = 300;
+  double timeout_ = kDefaultPeerTimeout;
 };
 
 }  // namespace
