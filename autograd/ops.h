@@ -23,7 +23,7 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 // Batched op(a) @ op(b) over equal leading dims: [.., M, K] @ [.., K, N] -> [.., M, N].
 Var batched_matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 
-// ---- element-wise (ops_elementwise.cpp) ----
+// ---- element-wise (ops_elementwise.cpp; rows of autograd/derivatives.inc, but dropout) ----
 // Binary ops broadcast b over a when b's shape is a suffix of a's (a bias row [D] over
 // [B, T, D], positions [T, D] over [B, T, D]); otherwise shapes must be equal.
 
@@ -45,7 +45,7 @@ Var dropout(const Var& x, float p, Rng& rng, bool training);
 // per call in training (none otherwise).
 Var dropout(const Var& x, float p, SampleRng& rng, bool training);
 
-// ---- element-wise math (ops_math.cpp) ----
+// ---- element-wise math (rows of autograd/derivatives.inc too) ----
 // Plain loops over the values (no kernel backend of their own: they are not on the flagship
 // model's hot path, so one implementation serves every backend). Inputs outside an op's domain
 // are not checked: they give what the C library gives (log(0) = -inf, sqrt(-1) = NaN).

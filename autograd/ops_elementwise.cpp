@@ -1,8 +1,10 @@
-// Element-wise ops. For out = a (+|-|*) b with b broadcast as a suffix of a (b repeats every
-// nb elements, rows = numel(a) / nb times):
-//   add/sub: da = g,      db = +-sum over the repeats of g        (a column sum of g [rows, nb])
-//   mul:     da = g * b,  db = sum over the repeats of g * a
-// Unary ops take their derivative from the kernels (relu, gelu) or are linear (scale, dropout).
+// The element-wise ops: the machinery behind the rows of autograd/derivatives.inc (apply, the
+// loops a row's expressions become, the binary ops' forward and backward), the rows themselves,
+// and dropout, whose mask makes it no row (it draws from an rng and keeps the mask for backward).
+
+#include "autograd/derivatives.h"
+
+#include <cmath>
 
 #include "autograd/grad.h"
 #include "autograd/ops.h"
@@ -15,94 +17,247 @@
 namespace headlab {
 namespace {
 
-// add (alpha = 1) and sub (alpha = -1).
-Var add_scaled(const char* op, const Var& a, const Var& b, float alpha) {
-  detail::check_defined(op, a);
-  detail::check_defined(op, b);
-  detail::check_broadcast(op, a, b);
-  const int64_t n = a.numel();
-  const int64_t nb = b.numel();
-  Var out = make_output(op, a.shape(), {&a, &b});
-  ew::add_broadcast(a.value().data(), n, b.value().data(), nb, alpha, out.value().data());
+// ---- unary rows: y[i] = f(x[i], p), dx[i] = g[i] f'(x[i], y[i], p) ----
 
-  record(op, out, [a, b, alpha, n, nb](const Tensor& g) {
-    grad::add(a, g);
-    if (nb == n) {
-      grad::add(b, g, alpha);
-    } else {  // b was repeated n / nb times: its gradient sums g over the repeats
-      const int64_t rows = nb == 0 ? 0 : n / nb;
-      grad::add(b, [&](Tensor& db) { ew::sum_rows(g.data(), rows, nb, alpha, db.data()); });
-    }
-  });
-  return out;
+// R is a row's scalar forward and derivative (the UNARY and PARAM_UNARY macros below).
+template <class R>
+void map_forward(const float* x, float* y, int64_t n, float p) {
+  for (int64_t i = 0; i < n; ++i) y[i] = R::forward(x[i], p);
+}
+template <class R>
+void map_backward(const float* x, const float* y, const float* g, float* dx, int64_t n, float p) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = g[i] * R::derivative(x[i], y[i], p);
 }
 
-// relu and gelu: y = f(x) by the kernels' forward, dx from x and g by their backward.
-using EltwiseForward = void (Kernels::*)(const float* x, float* y, int64_t n) const;
-using EltwiseBackward = void (Kernels::*)(const float* x, const float* dy, float* dx,
-                                          int64_t n) const;
+// A kernel pair of the backend (relu, gelu): the backward kernel writes dx from x and g.
+template <void (Kernels::*Forward)(const float*, float*, int64_t) const>
+void kernel_forward(const float* x, float* y, int64_t n, float) {
+  (kernels().*Forward)(x, y, n);
+}
+template <void (Kernels::*Backward)(const float*, const float*, float*, int64_t) const>
+void kernel_backward(const float* x, const float*, const float* g, float* dx, int64_t n, float) {
+  (kernels().*Backward)(x, g, dx, n);
+}
 
-Var eltwise_op(const char* op, const Var& x, EltwiseForward forward, EltwiseBackward backward) {
-  detail::check_defined(op, x);
-  Var out = make_output(op, x.shape(), {&x});
-  const int64_t n = x.numel();
-  (kernels().*forward)(x.value().data(), out.value().data(), n);
-  record(op, out, [x, n, backward](const Tensor& g) {
-    grad::add(x,
-              [&](Tensor& dx) { (kernels().*backward)(x.value().data(), g.data(), dx.data(), n); });
+void linear_forward(const float* x, float* y, int64_t n, float p) {
+  ew::scale(x, n, p, y);
+}
+
+// 1 / (1 + e^-x) from e^-|x|, which never overflows.
+float sigmoid_of(float x) {
+  const float e = std::exp(-std::abs(x));
+  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
+void finite_exponent(const char* op, float p) {
+  if (!std::isfinite(p)) fail("{}: the exponent is {} but must be finite", op, p);
+}
+
+// ---- binary rows: b broadcast as a suffix of a (b repeats every nb elements, n / nb times) ----
+
+// Column sums over the repeats of b when it was broadcast: rows = n / nb of g viewed [rows, nb].
+int64_t repeats(const BinaryGrad& in) {
+  return in.nb == 0 ? 0 : in.n / in.nb;
+}
+
+// out = a + alpha b (add: alpha = 1, sub: -1).  da = g,  db = alpha sum over the repeats of g.
+template <float Alpha>
+void add_forward(const float* a, int64_t n, const float* b, int64_t nb, float* y) {
+  ew::add_broadcast(a, n, b, nb, Alpha, y);
+}
+template <float Alpha>
+void add_backward(const BinaryGrad& in) {
+  grad::add(in.a, in.g);
+  if (in.nb == in.n)
+    grad::add(in.b, in.g, Alpha);
+  else
+    grad::add(in.b,
+              [&](Tensor& db) { ew::sum_rows(in.g.data(), repeats(in), in.nb, Alpha, db.data()); });
+}
+
+// out = a b.  da = g b,  db = sum over the repeats of g a. For mul(x, x) each term is added on
+// its own, giving 2 x g.
+void mul_forward(const float* a, int64_t n, const float* b, int64_t nb, float* y) {
+  ew::mul_broadcast(a, n, b, nb, y);
+}
+void mul_backward(const BinaryGrad& in) {
+  const float* g = in.g.data();
+  grad::add(in.a,
+            [&](Tensor& da) { ew::mul_broadcast(g, in.n, in.b.value().data(), in.nb, da.data()); });
+  grad::add(in.b, [&](Tensor& db) {
+    if (in.nb == in.n)
+      ew::mul_broadcast(g, in.n, in.a.value().data(), in.n, db.data());
+    else
+      ew::sum_rows_product(g, in.a.value().data(), repeats(in), in.nb, db.data());
   });
-  return out;
+}
+
+// out = a / b.  da = g / b,  db = -sum over the repeats of g a / b^2 = -(sum of g y) / b. For
+// div(x, x) the two terms cancel.
+void div_forward(const float* a, int64_t n, const float* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i % nb];
+}
+void div_backward(const BinaryGrad& in) {
+  const float* g = in.g.data();
+  const float* b = in.b.value().data();
+  grad::add(in.a, [&](Tensor& da) {
+    for (int64_t i = 0; i < in.n; ++i) da[i] = g[i] / b[i % in.nb];
+  });
+  grad::add(in.b, [&](Tensor& db) {
+    ew::sum_rows_product(g, in.y.data(), repeats(in), in.nb, db.data());
+    for (int64_t j = 0; j < in.nb; ++j) db[j] = -db[j] / b[j];
+  });
 }
 
 }  // namespace
 
-Var add(const Var& a, const Var& b) {
-  return add_scaled("add", a, b, 1.0f);
-}
-Var sub(const Var& a, const Var& b) {
-  return add_scaled("sub", a, b, -1.0f);
-}
-
-Var mul(const Var& a, const Var& b) {
-  constexpr const char* kOp = "mul";
-  detail::check_defined(kOp, a);
-  detail::check_defined(kOp, b);
-  detail::check_broadcast(kOp, a, b);
-  const int64_t n = a.numel();
-  const int64_t nb = b.numel();
-  Var out = make_output(kOp, a.shape(), {&a, &b});
-  ew::mul_broadcast(a.value().data(), n, b.value().data(), nb, out.value().data());
-
-  record(kOp, out, [a, b, n, nb](const Tensor& g) {
-    // a and b may be the same Var (x * x): each adds its own term, giving 2 x g.
-    grad::add(a,
-              [&](Tensor& da) { ew::mul_broadcast(g.data(), n, b.value().data(), nb, da.data()); });
-    grad::add(b, [&](Tensor& db) {
-      if (nb == n)
-        ew::mul_broadcast(g.data(), n, a.value().data(), n, db.data());
-      else
-        ew::sum_rows_product(g.data(), a.value().data(), nb == 0 ? 0 : n / nb, nb, db.data());
-    });
+Var apply(const UnaryRule& rule, const Var& x, float p) {
+  if (rule.check) rule.check(rule.name, p);
+  detail::check_defined(rule.name, x);
+  Var out = make_output(rule.name, x.shape(), {&x});
+  const int64_t n = x.numel();
+  rule.forward(x.value().data(), out.value().data(), n, p);
+  if (!rule.backward) {  // linear: dx = p g, added without a temporary
+    record(rule.name, out, [x, p](const Tensor& g) { grad::add(x, g, p); });
+    return out;
+  }
+  record(rule.name, out, [x, y = out.value(), n, p, backward = rule.backward](const Tensor& g) {
+    grad::add(x,
+              [&](Tensor& dx) { backward(x.value().data(), y.data(), g.data(), dx.data(), n, p); });
   });
   return out;
 }
 
-Var scale(const Var& a, float s) {
-  constexpr const char* kOp = "scale";
-  detail::check_defined(kOp, a);
-  Var out = make_output(kOp, a.shape(), {&a});
-  ew::scale(a.value().data(), a.numel(), s, out.value().data());
-  record(kOp, out, [a, s](const Tensor& g) { grad::add(a, g, s); });
+Var apply(const BinaryRule& rule, const Var& a, const Var& b) {
+  detail::check_defined(rule.name, a);
+  detail::check_defined(rule.name, b);
+  detail::check_broadcast(rule.name, a, b);
+  const int64_t n = a.numel();
+  const int64_t nb = b.numel();
+  Var out = make_output(rule.name, a.shape(), {&a, &b});
+  rule.forward(a.value().data(), n, b.value().data(), nb, out.value().data());
+  record(rule.name, out, [a, b, y = out.value(), n, nb, backward = rule.backward](const Tensor& g) {
+    backward(BinaryGrad{a, b, y, g, n, nb});
+  });
   return out;
 }
 
-Var relu(const Var& x) {
-  return eltwise_op("relu", x, &Kernels::relu_forward, &Kernels::relu_backward);
+// ---- the rows: first each row's loops, rule and public function (ops.h) ----
+
+#define UNARY(op, f, df, ...)                                                              \
+  namespace {                                                                              \
+  struct op##_row {                                                                        \
+    static float forward([[maybe_unused]] float x, float) { return f; }                    \
+    static float derivative([[maybe_unused]] float x, [[maybe_unused]] float y, float) {   \
+      return df;                                                                           \
+    }                                                                                      \
+  };                                                                                       \
+  constexpr Draw op##_draws[] = {__VA_ARGS__};                                             \
+  constexpr UnaryRule op##_rule{                                                           \
+      #op, &map_forward<op##_row>, &map_backward<op##_row>, nullptr, nullptr, op##_draws}; \
+  }                                                                                        \
+  Var op(const Var& x) {                                                                   \
+    return apply(op##_rule, x);                                                            \
+  }
+
+#define KERNEL_UNARY(op, forward, backward, ...)                      \
+  namespace {                                                         \
+  constexpr Draw op##_draws[] = {__VA_ARGS__};                        \
+  constexpr UnaryRule op##_rule{#op,                                  \
+                                &kernel_forward<&Kernels::forward>,   \
+                                &kernel_backward<&Kernels::backward>, \
+                                nullptr,                              \
+                                nullptr,                              \
+                                op##_draws};                          \
+  }                                                                   \
+  Var op(const Var& x) {                                              \
+    return apply(op##_rule, x);                                       \
+  }
+
+#define PARAM_UNARY(op, param, check, f, df, ...)                                              \
+  namespace {                                                                                  \
+  struct op##_row {                                                                            \
+    static float forward([[maybe_unused]] float x, [[maybe_unused]] float param) { return f; } \
+    static float derivative([[maybe_unused]] float x, [[maybe_unused]] float y,                \
+                            [[maybe_unused]] float param) {                                    \
+      return df;                                                                               \
+    }                                                                                          \
+  };                                                                                           \
+  constexpr Draw op##_draws[] = {__VA_ARGS__};                                                 \
+  constexpr UnaryRule op##_rule{                                                               \
+      #op, &map_forward<op##_row>, &map_backward<op##_row>, check, #param, op##_draws};        \
+  }                                                                                            \
+  Var op(const Var& x, float param) {                                                          \
+    return apply(op##_rule, x, param);                                                         \
+  }
+
+#define LINEAR(op, param, ...)                                                               \
+  namespace {                                                                                \
+  constexpr Draw op##_draws[] = {__VA_ARGS__};                                               \
+  constexpr UnaryRule op##_rule{#op, &linear_forward, nullptr, nullptr, #param, op##_draws}; \
+  }                                                                                          \
+  Var op(const Var& x, float param) {                                                        \
+    return apply(op##_rule, x, param);                                                       \
+  }
+
+#define BINARY(op, forward, backward, a_domain, b_domain)                       \
+  namespace {                                                                   \
+  constexpr BinaryRule op##_rule{#op, &forward, &backward, a_domain, b_domain}; \
+  }                                                                             \
+  Var op(const Var& a, const Var& b) {                                          \
+    return apply(op##_rule, a, b);                                              \
+  }
+
+#include "autograd/derivatives.inc"
+
+#undef UNARY
+#undef KERNEL_UNARY
+#undef PARAM_UNARY
+#undef LINEAR
+#undef BINARY
+
+// ---- then the lists of the rows ----
+
+namespace {
+
+#define UNARY(op, ...) &op##_rule,
+#define KERNEL_UNARY(op, ...) &op##_rule,
+#define PARAM_UNARY(op, ...) &op##_rule,
+#define LINEAR(op, ...) &op##_rule,
+#define BINARY(...)
+constexpr const UnaryRule* kUnaryRules[] = {
+#include "autograd/derivatives.inc"
+};
+#undef UNARY
+#undef KERNEL_UNARY
+#undef PARAM_UNARY
+#undef LINEAR
+#undef BINARY
+
+#define UNARY(...)
+#define KERNEL_UNARY(...)
+#define PARAM_UNARY(...)
+#define LINEAR(...)
+#define BINARY(op, ...) &op##_rule,
+constexpr const BinaryRule* kBinaryRules[] = {
+#include "autograd/derivatives.inc"
+};
+#undef UNARY
+#undef KERNEL_UNARY
+#undef PARAM_UNARY
+#undef LINEAR
+#undef BINARY
+
+}  // namespace
+
+std::span<const UnaryRule* const> unary_rules() {
+  return kUnaryRules;
+}
+std::span<const BinaryRule* const> binary_rules() {
+  return kBinaryRules;
 }
 
-Var gelu(const Var& x) {
-  return eltwise_op("gelu", x, &Kernels::gelu_forward, &Kernels::gelu_backward);
-}
+// ---- dropout ----
 
 namespace {
 

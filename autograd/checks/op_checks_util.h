@@ -1,5 +1,5 @@
 #pragma once
-// What the op gradcheck cases (op_checks.cpp, op_checks_nn.cpp, op_checks_math.cpp) share: small random leaves, the
+// What the op gradcheck cases (op_checks*.cpp) share: small random leaves, the
 // check with its options, and the list the cases are added to (internal to autograd).
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -84,8 +85,8 @@ inline constexpr double kWideEps = 4e-2;
 
 class Cases {
  public:
-  void add(const char* name, const char* variant, std::function<GradcheckResult(uint64_t)> run) {
-    cases_.push_back(GradcheckCase{name, "op", std::move(run), variant});
+  void add(const char* name, std::string variant, std::function<GradcheckResult(uint64_t)> run) {
+    cases_.push_back(GradcheckCase{name, "op", std::move(run), std::move(variant)});
   }
   std::vector<GradcheckCase> take() { return std::move(cases_); }
 
@@ -93,10 +94,10 @@ class Cases {
   std::vector<GradcheckCase> cases_;
 };
 
-// The families, in registration order (op_checks.cpp, op_checks_nn.cpp, op_checks_math.cpp).
+// The families, in registration order (op_checks.cpp; softmaxes to attention: op_checks_nn.cpp).
 void linear_algebra(Cases& c);
-void binary(Cases& c);
-void unary(Cases& c);
+void elementwise(Cases& c);  // op_checks_elementwise.cpp, from the derivative table
+void dropout_cases(Cases& c);
 void shapes(Cases& c);
 void softmaxes(Cases& c);
 void cross_entropy_cases(Cases& c);
@@ -105,9 +106,8 @@ void indexing(Cases& c);
 void linears(Cases& c);
 void add_layer_norm_cases(Cases& c);
 void attention(Cases& c);
-void math(Cases& c);        // op_checks_math.cpp
-void reductions(Cases& c);  // op_checks_math.cpp
-void joins(Cases& c);       // op_checks_math.cpp
-void selection(Cases& c);   // op_checks_math.cpp
+void reductions(Cases& c);  // op_checks_dims.cpp
+void joins(Cases& c);       // op_checks_dims.cpp
+void selection(Cases& c);   // op_checks_dims.cpp
 
 }  // namespace headlab::op_checks

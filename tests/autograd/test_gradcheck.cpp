@@ -6,12 +6,17 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "autograd/checks/op_checks.h"
+#include "autograd/derivatives.h"
 #include "autograd/grad.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
@@ -75,6 +80,46 @@ TEST_CASE("autograd: every differentiable op in ops.h has a gradcheck case") {
     CHECK(covered.count(name) == 1);
   }
   CHECK(covered.size() == names.size());  // no case under a name that is not an op
+  // The list is the ops.h declarations: the table's rows and the hand-written rest.
+  std::ifstream header(std::string(HEADLAB_SOURCE_DIR) + "/autograd/ops.h");
+  REQUIRE(header.good());
+  std::set<std::string> declared;
+  const std::regex declaration(R"(^(?:inline )?Var (\w+)\()");
+  std::smatch m;
+  for (std::string line; std::getline(header, line);)
+    if (std::regex_search(line, m, declaration)) declared.insert(m[1]);
+  CHECK(declared == std::set<std::string>(names.begin(), names.end()));
+}
+
+TEST_CASE("autograd: each row of the derivative table is gradchecked from its row") {
+  std::map<std::string, std::vector<std::string>> variants;
+  for (const GradcheckCase& c : op_gradcheck_cases()) variants[c.name].push_back(c.variant);
+  const auto has = [&](const std::string& name, const std::string& words) {
+    for (const std::string& v : variants[name])
+      if (v.find(words) != std::string::npos) return true;
+    return false;
+  };
+  std::set<std::string> rows;
+  for (const UnaryRule* rule : unary_rules()) {
+    INFO(std::string(rule->name));
+    CHECK(rows.insert(rule->name).second);
+    REQUIRE_FALSE(rule->draws.empty());
+    CHECK(variants[rule->name].size() == rule->draws.size() + 1);  // each draw, and size-1 dims
+    CHECK(has(rule->name, "size-1 dims"));
+    const std::vector<std::string>& v = variants[rule->name];
+    CHECK(std::set<std::string>(v.begin(), v.end()).size() == v.size());  // each names its draw
+    if (!rule->param)
+      for (const Draw& d : rule->draws) CHECK(has(rule->name, d.domain.words));
+  }
+  for (const BinaryRule* rule : binary_rules()) {
+    INFO(std::string(rule->name));
+    CHECK(rows.insert(rule->name).second);
+    CHECK(variants[rule->name].size() == 5);
+    for (const char* words : {"equal shapes", "bias row", "positions", "size-1", "same input"})
+      CHECK(has(rule->name, words));
+  }
+  // add, sub, mul, div, scale, relu, gelu, sigmoid, tanh, exp, log, sqrt, pow.
+  CHECK(rows.size() == 13);
 }
 
 TEST_CASE("autograd: gradcheck catches a wrong backward and names the element") {

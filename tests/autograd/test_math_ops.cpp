@@ -1,7 +1,8 @@
 // The ops new layers are built from (sigmoid, tanh, exp, log, sqrt, pow, div, sum/mean/max over
 // a dim, concat, slice, where): values against the C library and plain loops, the shapes of
 // keepdim, max's tie rule, masks that select everything or nothing, and the error messages.
-// Their gradients are gradchecked with the other ops (autograd/checks/op_checks_math.cpp).
+// Their gradients are gradchecked with the other ops (autograd/checks/op_checks_elementwise.cpp,
+// op_checks_dims.cpp).
 
 #include <doctest/doctest.h>
 

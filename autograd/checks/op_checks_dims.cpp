@@ -1,7 +1,6 @@
-// The op gradcheck cases of the element-wise math, the reductions over a dimension, concat,
-// slice and where. Inputs stay inside each op's domain and away from its kinks: log, sqrt and
-// non-integer powers see x >= 0.5, denominators |b| >= 0.5, and max sees values whose maximum
-// leads by 0.25 (ties are not differentiable; tests/autograd/test_ops.cpp checks the tie rule).
+// The op gradcheck cases of the ops along a dimension (the reductions, concat, slice) and where. max sees
+// values whose maximum leads by 0.25 (ties are not differentiable; tests/autograd/test_ops.cpp
+// checks the tie rule).
 
 #include <vector>
 
@@ -9,87 +8,6 @@
 #include "autograd/ops.h"
 
 namespace headlab::op_checks {
-namespace {
-
-using Unary = Var (*)(const Var&);
-
-// One case of a unary op on `shape` with inputs drawn by `draw`.
-template <class Draw>
-void add_unary(Cases& c, const char* name, const char* variant, Unary op, Shape shape, Draw draw) {
-  c.add(name, variant, [op, shape, draw](uint64_t seed) {
-    Rng rng(seed);
-    Var x = draw(rng, shape);
-    return check(seed, [=] { return op(x); }, {x});
-  });
-}
-
-Var normal(Rng& rng, const Shape& s) {
-  return leaf(rng, s);
-}
-Var wide(Rng& rng, const Shape& s) {
-  return leaf(rng, s, 6.0f);
-}  // saturates sigmoid
-Var positive(Rng& rng, const Shape& s) {
-  return leaf_positive(rng, s, 0.5f);
-}
-
-void pow_cases(Cases& c) {
-  struct Pow {
-    const char* variant;
-    float p;
-    bool positive;
-  };
-  for (const Pow& p :
-       {Pow{"p = 2, negative inputs too", 2.0f, false},
-        Pow{"p = 3, negative inputs too", 3.0f, false}, Pow{"p = 1", 1.0f, false},
-        Pow{"p = 0 (constant)", 0.0f, false}, Pow{"p = 0.5 on positive inputs", 0.5f, true},
-        Pow{"p = -1.5 on positive inputs", -1.5f, true},
-        Pow{"p = 2.7 on positive inputs", 2.7f, true}})
-    c.add("pow", p.variant, [p](uint64_t seed) {
-      Rng rng(seed);
-      Var x = p.positive ? leaf_positive(rng, {3, 4}, 0.5f) : leaf(rng, {3, 4});
-      return check(seed, [=] { return pow(x, p.p); }, {x});
-    });
-}
-
-void div_cases(Cases& c) {
-  struct Shapes {
-    const char* variant;
-    Shape a, b;
-  };
-  for (const Shapes& s :
-       {Shapes{"equal shapes", {2, 3}, {2, 3}}, Shapes{"bias row broadcast", {2, 3, 4}, {4}},
-        Shapes{"positions broadcast", {2, 3, 4}, {3, 4}}, Shapes{"size-1 dims", {1, 3, 1}, {3, 1}}})
-    c.add("div", s.variant, [s](uint64_t seed) {
-      Rng rng(seed);
-      Var a = leaf(rng, s.a), b = leaf_off_zero(rng, s.b, 0.5f);
-      return check(seed, [=] { return div(a, b); }, {a, b});
-    });
-  c.add("div", "same input twice (x / x = 1)", [](uint64_t seed) {
-    Rng rng(seed);
-    Var x = leaf_off_zero(rng, {2, 3}, 0.5f);
-    return check(seed, [=] { return div(x, x); }, {x});
-  });
-}
-
-}  // namespace
-
-void math(Cases& c) {
-  add_unary(c, "sigmoid", "plain", &sigmoid, {3, 4}, normal);
-  add_unary(c, "sigmoid", "saturated (|x| up to ~20)", &sigmoid, {3, 4}, wide);
-  add_unary(c, "sigmoid", "size-1 dims", &sigmoid, {1, 1}, normal);
-  add_unary(c, "tanh", "plain", &tanh, {3, 4}, normal);
-  add_unary(c, "tanh", "saturated", &tanh, {3, 4}, wide);
-  add_unary(c, "tanh", "size-1 dims", &tanh, {1, 1, 1}, normal);
-  add_unary(c, "exp", "plain", &exp, {3, 4}, normal);
-  add_unary(c, "exp", "size-1 dims", &exp, {1}, normal);
-  add_unary(c, "log", "positive inputs", &log, {3, 4}, positive);
-  add_unary(c, "log", "size-1 dims", &log, {1, 1}, positive);
-  add_unary(c, "sqrt", "positive inputs", &sqrt, {3, 4}, positive);
-  add_unary(c, "sqrt", "size-1 dims", &sqrt, {1}, positive);
-  pow_cases(c);
-  div_cases(c);
-}
 
 void reductions(Cases& c) {
   using Reduce = Var (*)(const Var&, int, bool);
