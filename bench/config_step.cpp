@@ -15,7 +15,7 @@
 #include "core/threads.h"
 #include "layers/encoder.h"
 #include "train/config/config.h"
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 #include "train/plugins/loader.h"
 #include "train/run/model.h"
 #include "train/run/step.h"

@@ -3,7 +3,7 @@
 scaling efficiency it leaves, for N ranks, a gradient of B bytes and a link of latency alpha and
 bandwidth beta (measure yours with `mpirun -np 2 headlab bench --reduce`).
 
-headlab's reduction (train/dist/reduce.h) is a chain in rank order, cut into c = clamp(B / N,
+headlab's reduction (train/distributed/reduce.h) is a chain in rank order, cut into c = clamp(B / N,
 16 KiB, 16 MiB) byte chunks (C = B / c of them), then a broadcast of the result:
 
   T_chain = (C + N - 2) * (alpha + c / beta + A * c / gamma)     pipelined: C chunks, N - 1 hops

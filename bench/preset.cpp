@@ -13,8 +13,8 @@
 #include "core/threads.h"
 #include "layers/encoder.h"
 #include "optim/adam.h"
-#include "train/dist/comm.h"
-#include "train/dist/reduce.h"
+#include "train/distributed/comm.h"
+#include "train/distributed/reduce.h"
 
 namespace headlab::bench {
 namespace {

@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
-#include "train/dist/agree.h"
-#include "train/dist/comm.h"
-#include "train/dist/reduce.h"
+#include "train/distributed/agree.h"
+#include "train/distributed/comm.h"
+#include "train/distributed/reduce.h"
 
 namespace headlab::bench {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // The reduction benchmark of `headlab bench --reduce`, run under mpirun: the time of the
-// gradient reduction alone (train/dist/reduce.h: the chain through the ranks and the broadcast
+// gradient reduction alone (train/distributed/reduce.h: the chain through the ranks and the broadcast
 // back, no training) for gradients of 1 KiB to 64 MiB and of the S, M and L presets' sizes.
 // Before each timed repetition the ranks meet (an untimed exchange), so a row measures the
 // transfer, not a rank arriving late. Its fit calibrates the cost model of docs/distributed.md.

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab::bench {
 namespace {

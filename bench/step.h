@@ -22,7 +22,7 @@
 //
 // Under `mpirun -np N` (options.comm of N ranks) the preset's step is data-parallel over the same
 // global batch: rank r takes rows [r B/N, (r + 1) B/N) of the preset's batch, and the gradients
-// are reduced as training reduces them (train/dist/reduce.h) before Adam; the report adds ranks,
+// are reduced as training reduces them (train/distributed/reduce.h) before Adam; the report adds ranks,
 // batch_per_rank and allreduce_ms_median (the reduction's time per step, waiting included).
 
 #include <memory>

@@ -1,4 +1,4 @@
-// The canonical gradient reduction (train/dist/reduce.h): every split of a step's M micro-batches
+// The canonical gradient reduction (train/distributed/reduce.h): every split of a step's M micro-batches
 // over ranks (ranks x grad_accum = M) gives bit-identical gradients, equal to the fold in
 // micro-batch order written out here; one micro-batch is left untouched. Ranks are threads
 // (tests/train/thread_comm.h), so this runs without MPI.
@@ -12,7 +12,7 @@
 
 #include "core/rng.h"
 #include "tests/train/thread_comm.h"
-#include "train/dist/reduce.h"
+#include "train/distributed/reduce.h"
 
 using namespace headlab;
 using headlab::testing::run_ranks;

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "tests/train/analysis_test_util.h"
-#include "train/sweep/sweep.h"
+#include "train/sweep/collect.h"
 
 using namespace headlab;
 using namespace headlab::analysis_test;

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab::testing {
 

@@ -28,8 +28,8 @@
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
 #include "train/cli/commands.h"
+#include "train/cli/job.h"
 #include "train/cli/options.h"
-#include "train/cli/world.h"
 
 namespace headlab::cli {
 namespace {

@@ -12,9 +12,9 @@
 #include "core/version.h"
 #include "layers/registry.h"
 #include "train/cli/commands.h"
+#include "train/cli/job.h"
 #include "train/cli/options.h"
-#include "train/cli/world.h"
-#include "train/dist/world.h"
+#include "train/distributed/world.h"
 #include "train/tasks/registry.h"
 
 namespace headlab::cli {

@@ -24,12 +24,12 @@
 #include "core/error.h"
 #include "core/version.h"
 #include "train/cli/commands.h"
+#include "train/cli/job.h"
 #include "train/cli/options.h"
 #include "train/cli/output.h"
 #include "train/cli/signals.h"
-#include "train/cli/world.h"
-#include "train/dist/agree.h"
-#include "train/dist/world.h"
+#include "train/distributed/agree.h"
+#include "train/distributed/world.h"
 #include "train/run/trainer.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "layers/option_spec.h"
+#include "layers/option_schema.h"
 
 namespace headlab::cli {
 namespace {

@@ -28,15 +28,15 @@
 #include "core/version.h"
 #include "train/cli/children.h"
 #include "train/cli/commands.h"
+#include "train/cli/job.h"
 #include "train/cli/options.h"
 #include "train/cli/output.h"
 #include "train/cli/signals.h"
-#include "train/cli/world.h"
-#include "train/dist/agree.h"
+#include "train/distributed/agree.h"
 #include "train/plugins/loader.h"
 #include "train/report/report.h"
 #include "train/run/run_dir.h"
-#include "train/sweep/sweep.h"
+#include "train/sweep/collect.h"
 
 namespace headlab::cli {
 namespace {

@@ -42,7 +42,7 @@ MemoryEstimate estimate_memory(const Config& c) {
   const double p = static_cast<double>(e.parameters);
   // Values and gradients; with gradient accumulation also the reduction's running sum and, on
   // the ranks after the first of a distributed run, one scaled gradient per micro-batch
-  // (train/dist/reduce.h): at most grad_accum + 1 more copies.
+  // (train/distributed/reduce.h): at most grad_accum + 1 more copies.
   const double accum = static_cast<double>(c.train.grad_accum);
   e.parameter_bytes = 4 * (2 + (accum > 1 ? accum + 1 : 0)) * p;
   const double moments = c.optim.name == "sgd" ? (c.optim.momentum > 0 ? 1 : 0) : 2;

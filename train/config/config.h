@@ -22,7 +22,7 @@
 
 #include "layers/options.h"
 #include "optim/factory.h"
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 #include "train/tasks/task.h"  // TaskConfig
 
 namespace headlab {

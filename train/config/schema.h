@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "layers/option_spec.h"
+#include "layers/option_schema.h"
 #include "layers/registry.h"
 #include "train/config/config.h"
 

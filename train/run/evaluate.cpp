@@ -6,7 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "layers/encoder.h"
 #include "train/analysis/head_metrics.h"
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 #include "train/eval/evaluation.h"
 #include "train/run/model.h"
 

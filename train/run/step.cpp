@@ -1,5 +1,5 @@
 // The training step (step.h): this rank's micro-batches, the canonical reduction of their
-// gradients with every other rank's (train/dist/reduce.h), the global batch's metrics, the
+// gradients with every other rank's (train/distributed/reduce.h), the global batch's metrics, the
 // update.
 
 #include "train/run/step.h"
@@ -11,8 +11,8 @@
 #include "optim/clip.h"
 #include "optim/factory.h"
 #include "train/config/model.h"
-#include "train/dist/comm.h"
-#include "train/dist/reduce.h"
+#include "train/distributed/comm.h"
+#include "train/distributed/reduce.h"
 #include "train/run/model.h"
 
 namespace headlab {
@@ -42,7 +42,7 @@ TrainStep::TrainStep(RunModel& model, Comm& comm)
           make_schedule(schedule_options(model.config()), model.config().optim.lr))),
       counts_(static_cast<size_t>(model.config().train.grad_accum)) {
   // Every micro-batch's backward starts from existing zeroed gradients, the first one of the
-  // run included, whichever rank computes it (train/dist/reduce.h).
+  // run included, whichever rank computes it (train/distributed/reduce.h).
   std::vector<int64_t> sizes;
   for (const auto& p : optimizer_->parameters()) {
     if (!p.var.has_grad()) p.var.grad() = Tensor::zeros(p.var.shape());

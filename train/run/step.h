@@ -2,7 +2,7 @@
 // TrainStep: one training step of a run's model, as `headlab train` takes it (trainer.h) and
 // `headlab bench --config` times it. It owns what only training needs: the optimizer over the
 // model's parameters ([optim]), the schedule ([schedule] over train.steps) and the reducer of
-// gradients over micro-batches and ranks (train/dist/reduce.h).
+// gradients over micro-batches and ranks (train/distributed/reduce.h).
 //
 // Update s = step + 1 trains on batch step of the data stream, whose global batch is
 // M = grad_accum x ranks micro-batches of batch_size sentences; rank r computes micro-batches
@@ -13,7 +13,7 @@
 //     dropout masks keyed by (step, sentence, site)           core/sample_rng.h
 //     loss_m = cross_entropy(model(micro-batch), labels)      mean over its labelled tokens
 //     zero the gradients (but before the first), loss_m.backward()
-//   gradient = the canonical reduction over all M micro-batches       train/dist/reduce.h
+//   gradient = the canonical reduction over all M micro-batches       train/distributed/reduce.h
 //   loss, accuracy: of the global batch (token-weighted, in micro-batch order, on every rank)
 //   norm = clip_grad_norm(params, optim.clip_norm)            before clipping
 //   non-finite loss or norm -> throw NonFiniteError(s)        before any update, on every rank

@@ -67,7 +67,7 @@ class Trainer {
  public:
   // Builds the run's model and its training step from `config` (which load_config already
   // validated; see RunModel and TrainStep). Writes nothing. comm: the ranks of a data-parallel
-  // job (train/dist/comm.h), every one of which builds the same Trainer; null trains alone.
+  // job (train/distributed/comm.h), every one of which builds the same Trainer; null trains alone.
   Trainer(Config config, std::filesystem::path run_dir, Comm* comm = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;

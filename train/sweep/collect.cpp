@@ -1,7 +1,7 @@
 // Collecting a sweep: what each run left (summary.json, heads.json), sweep.json, sweep.csv and the
 // report.
 
-#include "train/sweep/sweep.h"
+#include "train/sweep/collect.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Planning a sweep: the grid of runs, each one's config validated, its directory name and, for
 // --resume, what is left to do.
 
-#include "train/sweep/sweep.h"
+#include "train/sweep/plan.h"
 
 #include <cctype>
 #include <limits>

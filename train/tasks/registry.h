@@ -6,7 +6,7 @@
 // a plugin through its entry point (registry.add_task("copy", make_copy_task), in
 // train/plugins/plugin.h); either way it is then selected by its name in a config.
 //
-// A factory reads its keys through TaskOptions, each with an OptionSpec (layers/option_spec.h)
+// A factory reads its keys through TaskOptions, each with an OptionSpec (layers/option_schema.h)
 // that gives its type, range or choices, whether it changes shapes, and a line of
 // documentation:
 //     std::unique_ptr<Task> make_copy_task(TaskOptions& o) {
@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "layers/option_spec.h"
+#include "layers/option_schema.h"
 #include "layers/options.h"
 #include "train/tasks/task.h"
 

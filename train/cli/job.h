@@ -1,11 +1,11 @@
 #pragma once
-// The CLI's distributed world (train/dist/world.h): opened by main() before any command runs,
+// The CLI's distributed world (train/distributed/world.h): opened by main() before any command runs,
 // one rank of one when headlab was not started by mpirun.
 
 #include <memory>
 #include <string>
 
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab {
 struct Config;

@@ -1,9 +1,9 @@
 #pragma once
 // Comm: how the ranks of a data-parallel job talk, as the trainer, the sweep and the benchmark
 // see it. The library codes against this interface only; the CLI opens the world
-// (train/dist/world.h): Open MPI's when the process was started by mpirun and headlab was built
+// (train/distributed/world.h): Open MPI's when the process was started by mpirun and headlab was built
 // with MPI, else a LocalComm of one rank. Nothing here reduces numbers: every sum over ranks is
-// done by headlab itself in a fixed order (train/dist/reduce.h), so the result does not depend
+// done by headlab itself in a fixed order (train/distributed/reduce.h), so the result does not depend
 // on the MPI library's choice of algorithm.
 //
 // Every call is collective in the MPI sense (each rank makes the same calls in the same order)

@@ -1,4 +1,4 @@
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 #include <cstring>
 

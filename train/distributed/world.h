@@ -7,13 +7,13 @@
 // A build without MPI refuses to run under one, rather than train N independent copies into
 // one run directory.
 //
-// This is the one part of headlab that includes <mpi.h> (train/dist/mpi/, module train_world);
-// the rest of the library codes against Comm (train/dist/comm.h).
+// This is the one part of headlab that includes <mpi.h> (train/distributed/mpi/, module train_world);
+// the rest of the library codes against Comm (train/distributed/comm.h).
 
 #include <memory>
 #include <string>
 
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab {
 

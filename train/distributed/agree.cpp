@@ -1,4 +1,4 @@
-#include "train/dist/agree.h"
+#include "train/distributed/agree.h"
 
 #include <exception>
 #include <sstream>

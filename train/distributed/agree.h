@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab {
 

@@ -1,4 +1,4 @@
-#include "layers/option_spec.h"
+#include "layers/option_schema.h"
 
 #include <algorithm>
 #include <cmath>

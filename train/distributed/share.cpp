@@ -1,4 +1,4 @@
-#include "train/dist/share.h"
+#include "train/distributed/share.h"
 
 #include <sstream>
 #include <string>

@@ -1,4 +1,4 @@
-#include "train/cli/world.h"
+#include "train/cli/job.h"
 
 #include <algorithm>
 
@@ -8,8 +8,8 @@
 #include "core/version.h"
 #include "layers/registry.h"
 #include "train/config/config.h"
-#include "train/dist/agree.h"
-#include "train/dist/build_id.h"
+#include "train/distributed/agree.h"
+#include "train/distributed/build_id.h"
 #include "train/plugins/loader.h"
 #include "train/tasks/registry.h"
 

@@ -1,9 +1,9 @@
-// What an MPI launcher tells a process through its environment (train/dist/world.h).
+// What an MPI launcher tells a process through its environment (train/distributed/world.h).
 
 #include <cstdlib>
 #include <string>
 
-#include "train/dist/world.h"
+#include "train/distributed/world.h"
 
 namespace headlab {
 namespace {

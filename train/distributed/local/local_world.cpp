@@ -1,10 +1,10 @@
-// The world of a headlab built without MPI (train/dist/world.h): always one process.
+// The world of a headlab built without MPI (train/distributed/world.h): always one process.
 
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
-#include "train/dist/world.h"
+#include "train/distributed/world.h"
 
 namespace headlab {
 

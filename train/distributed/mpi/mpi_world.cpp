@@ -1,4 +1,4 @@
-// The world through Open MPI (train/dist/world.h). Every call is non-blocking underneath and
+// The world through Open MPI (train/distributed/world.h). Every call is non-blocking underneath and
 // waited for with a deadline (runtime.dist_timeout), so a rank whose peer hung reports it
 // instead of waiting forever; a peer that died is noticed by mpirun, which ends the job.
 
@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "train/dist/world.h"
+#include "train/distributed/world.h"
 
 namespace headlab {
 namespace {

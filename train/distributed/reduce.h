@@ -30,7 +30,7 @@
 #include <span>
 #include <vector>
 
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab {
 

@@ -1,4 +1,4 @@
-#include "train/dist/build_id.h"
+#include "train/distributed/build_id.h"
 
 #include <elf.h>
 #include <link.h>

@@ -3,7 +3,7 @@
 // never read the run directory (it need not be on a shared filesystem).
 
 #include "core/state_dict.h"
-#include "train/dist/comm.h"
+#include "train/distributed/comm.h"
 
 namespace headlab {
 

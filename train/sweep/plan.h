@@ -8,7 +8,10 @@
 //   ... train each run into runs[i].dir with runs[i].overrides (the CLI re-invokes
 //       `headlab train CONFIG --set ... --out DIR`) ...
 //   std::vector<SweepOutcome> outcomes; for (auto& r : runs) outcomes.push_back(collect_run(r));
-//   write_sweep(spec.out_dir, spec, outcomes);        // sweep.json, sweep.csv, report.html
+//   write_sweep(spec, outcomes);                      // sweep.json, sweep.csv, report.html
+//
+// This header plans the runs (plan.cpp); train/sweep/collect.h reads them back and writes the
+// sweep's files (collect.cpp).
 //
 // Grid order: the first --over key varies slowest, seeds fastest. Run directories are named
 // from the last dotted component of each key and its value as a value (no TOML quotes), then
@@ -24,17 +27,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "train/config/config.h"
 
 namespace headlab {
-
-struct SweepRunData;  // train/report/report.h
 
 inline constexpr int64_t kMaxSeeds = 10000;
 inline constexpr int64_t kMaxRuns = 10000;
@@ -95,47 +93,5 @@ enum class SweepPlan {
 std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan = SweepPlan::fresh);
 // A value as a value: TOML quotes taken off strings ("'a,b'" -> a,b), arrays as a,b,c.
 std::string plain_value(const std::string& text);
-
-// What one finished run reports, read from its directory.
-struct SweepOutcome {
-  SweepRun run;
-  bool ok = false;
-  std::string error;  // why not ok
-  double eval_accuracy = 0;
-  std::optional<int64_t> steps_to_95;
-  double train_seconds = 0;
-  double s_match = 0, s_max = 0;
-  int64_t n_claimed = 0;
-  int64_t d_k = 0;  // head width of the run's model (model.head_dim or d_model / heads)
-};
-
-// Reads <dir>/summary.json, heads.json, metrics.jsonl and config.resolved.toml. A missing or
-// unreadable summary or heads file gives ok = false with the reason (never throws).
-SweepOutcome collect_run(const SweepRun& run);
-
-// The sweep.json document: {"over": [...], "seeds": N, "runs": [{"values": {...}, "seed",
-// "eval_accuracy", "steps_to_95" (or null), "train_seconds", "s_match", "s_max", "n_claimed",
-// "d_k", "dir" (relative to the sweep directory), "ok", "error"}]}. Values are JSON numbers,
-// booleans, arrays or strings as their TOML text parses.
-nlohmann::json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
-// The CSV with the same columns (one per --over key, then seed, eval_accuracy, steps_to_95,
-// train_seconds, s_match, s_max, n_claimed, d_k, dir, ok); steps_to_95 is empty when never;
-// values as values (plain_value).
-std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
-
-// Writes sweep.json, sweep.csv and report.html into out_dir, the report's curves and heads read
-// from each run's directory. Throws headlab::Error on I/O failure.
-void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
-// The same with the runs' report data given (data[i] for outcomes[i]).
-void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes,
-                 const std::vector<SweepRunData>& data);
-
-// A finished run as one JSON document: its outcome and its report data (the rows of
-// metrics.jsonl, heads.json), read from its directory. How the ranks of a distributed sweep send
-// their runs to rank 0, so the sweep directory need not be on a shared filesystem.
-nlohmann::json run_record(const SweepOutcome& outcome);
-// Back from run_record(): the outcome of `run` (every figure as it was) and its report data.
-SweepOutcome outcome_from_record(const nlohmann::json& record, const SweepRun& run,
-                                 SweepRunData& data);
 
 }  // namespace headlab

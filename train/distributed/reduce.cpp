@@ -2,7 +2,7 @@
 // a rounded sum, in the loop that folds micro-batches in one process and in the one that scales
 // them on a rank, or the two paths would differ in the last bit where a compiler fuses an FMA.
 
-#include "train/dist/reduce.h"
+#include "train/distributed/reduce.h"
 
 #include <algorithm>
 #include <chrono>
