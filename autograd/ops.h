@@ -137,18 +137,13 @@ Var head_gate_merged(const Var& x, const Var& gate);
 // -> [.., out]. Equals add(matmul(x, weight, false, true), bias), then relu. The bias and the
 // ReLU run in the GEMM's epilogue; backward sums the bias gradient in the ReLU mask's pass.
 Var linear(const Var& x, const Var& weight, const Var& bias, bool relu = false);
-// linear with the weights [out_i, in] (1 to 4) and biases [out_i] (one per weight, or none)
-// stacked along the output dim: x [.., in] -> [.., sum out_i], one GEMM. Weights that are
-// consecutive row blocks of one storage are read in place (else gathered); their gradients are
-// then kept as consecutive blocks of one buffer too, so backward is one GEMM for all of them.
-Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> biases);
 // LayerNorm(x + r) over the last dim, the post-norm residual: x, r [.., D], gain and bias [D] or
 // undefined. Equals layer_norm(add(x, r), gain, bias, eps).
 Var add_layer_norm(const Var& x, const Var& r, const Var& gain, const Var& bias, float eps = 1e-5f);
 
 // Multi-head self-attention over packed projections (ops_attention.cpp), the fast path of
-// MultiHeadAttention: qkv [B, T, 3 h d] holds Q, K and V side by side (as linear_cat of w_q, w_k,
-// w_v gives), head i in columns [i d, (i + 1) d) of each third. With
+// MultiHeadAttention: qkv [B, T, 3 h d] holds Q, K and V side by side (as linear of x with its
+// in_proj_weight gives), head i in columns [i d, (i + 1) d) of each third. With
 // A_i = softmax(scale Q_i K_i^T + masks) [B, h, T, T] and dropout on A_i's entries:
 //   out = Concat_i(dropout(A_i) V_i)      [B, T, h d]
 // Equals split_heads of each third, scale(batched_matmul(q, k, false, true), scale), masked_fill

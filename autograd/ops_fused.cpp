@@ -1,29 +1,21 @@
 // Fused ops: one kernel pass (and one tape entry) where the composed ops take several.
 //   linear:      y = act(x W^T + b)                 dz = g * act'(y)   (ReLU: y > 0)
 //                dx = dz W,  dW = dz^T x,  db = sum over rows of dz
-//   linear_cat:  linear with W = [W_0; W_1; ..] and b = [b_0; b_1; ..] stacked along the output
-//                dim; each W_i's gradient is the row block of dW that belongs to it
 //   add_layer_norm: y = LayerNorm(x + r); with xhat, rstd saved and u = g * gain:
 //                ds = rstd (u - mean(u) - xhat mean(u xhat)) is the gradient of x and of r,
 //                dgain = sum over rows of g xhat, dbias = sum over rows of g
 // GEMMs accumulate into a gradient through beta (0 when it is fresh); the other kernels write
 // straight into a fresh gradient or add into one that already holds a contribution.
 
-#include <algorithm>
-#include <array>
-
 #include "autograd/grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
-#include "autograd/packed_params.h"
 #include "autograd/tape.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 
 namespace headlab {
 namespace {
-
-constexpr size_t kMaxParts = 4;
 
 void check_linear_input(const char* op, const Var& x, int64_t in) {
   detail::check_defined(op, x);
@@ -72,107 +64,6 @@ Var linear(const Var& x, const Var& weight, const Var& bias, bool relu) {
            grad::add_gemm(weight, {.trans_a = true, .m = out_f, .n = in, .k = rows}, dz.data(),
                           x.value().data());
          });
-  return out;
-}
-
-namespace {
-
-// linear_cat's parts, checked: weights [out_i, in] and biases [out_i] (none or one each).
-struct Parts {
-  std::array<Var, kMaxParts> w, b;  // unused slots undefined
-  size_t n = 0;
-  int64_t in = 0, total = 0;
-  bool has_bias = false;
-  std::span<const Var> weights() const { return {w.data(), n}; }
-  std::span<const Var> biases() const { return {b.data(), has_bias ? n : 0}; }
-};
-
-Parts check_parts(const char* op, std::span<const Var> weights, std::span<const Var> biases) {
-  Parts p;
-  p.n = weights.size();
-  if (p.n == 0 || p.n > kMaxParts)
-    fail("{}: {} weights given but expected 1 to {}", op, p.n, kMaxParts);
-  if (!biases.empty() && biases.size() != p.n)
-    fail("{}: {} biases given for {} weights (give one per weight or none)", op, biases.size(),
-         p.n);
-  p.has_bias = !biases.empty();
-  for (size_t i = 0; i < p.n; ++i) {
-    detail::check_defined(op, weights[i]);
-    if (weights[i].rank() != 2)
-      fail("{}: weight {} must be [out, in] but has shape {}", op, i, weights[i].shape().str());
-    if (i == 0) p.in = weights[i].size(1);
-    if (weights[i].size(1) != p.in)
-      fail("{}: weight {} has shape {} but weight 0 has in_features {}", op, i,
-           weights[i].shape().str(), p.in);
-    p.w[i] = weights[i];
-    if (p.has_bias) {
-      detail::check_defined(op, biases[i]);
-      check_shape(op, "bias", biases[i].shape(), Shape{weights[i].size(0)});
-      p.b[i] = biases[i];
-    }
-    p.total += weights[i].size(0);
-  }
-  return p;
-}
-
-// The parts' values stacked along dim 0 ([sum rows, ..]): read in place when packed
-// (autograd/packed_params.h), else gathered into `copy`.
-const float* stacked_values(std::span<const Var> parts, Tensor& copy) {
-  if (packed::values_packed(parts)) return parts[0].value().data();
-  Shape shape = parts[0].shape();
-  shape[0] = 0;
-  for (const Var& v : parts) shape[0] += v.size(0);
-  copy = Tensor::empty(shape);
-  for (size_t i = 0, off = 0; i < parts.size(); off += static_cast<size_t>(parts[i].numel()), ++i)
-    std::copy_n(parts[i].value().data(), parts[i].numel(), copy.data() + off);
-  return copy.data();
-}
-
-// dW_cat = g^T x [total, in]: one GEMM into the packed gradients when they can be (see
-// packed::grad_target), else one GEMM per wanted part on g's column block.
-void linear_cat_weight_grads(const Parts& p, const Tensor& g, const Var& x, int64_t rows) {
-  if (const grad::Target t = packed::grad_target(p.weights())) {
-    kernels().gemm(
-        {.trans_a = true, .m = p.total, .n = p.in, .k = rows, .beta = t.accumulate ? 1.0f : 0.0f},
-        g.data(), x.value().data(), t.data);
-    return;
-  }
-  for (size_t i = 0, off = 0; i < p.n; off += static_cast<size_t>(p.w[i].size(0)), ++i)
-    grad::add_gemm(p.w[i],  // dW_i = g[:, off:off+out_i]^T x
-                   {.trans_a = true, .m = p.w[i].size(0), .n = p.in, .k = rows, .lda = p.total},
-                   g.data() + off, x.value().data());
-}
-
-}  // namespace
-
-Var linear_cat(const Var& x, std::span<const Var> weights, std::span<const Var> biases) {
-  constexpr const char* kOp = "linear_cat";
-  const Parts p = check_parts(kOp, weights, biases);
-  check_linear_input(kOp, x, p.in);
-  const int64_t rows = detail::leading_rows(x.shape());
-  Tensor w_cat, b_cat;  // gathered copies, when the parts are not packed
-  const float* w_ptr = stacked_values(p.weights(), w_cat);
-  const float* b_ptr = p.has_bias ? stacked_values(p.biases(), b_cat) : nullptr;
-  Var out =
-      make_output(kOp, with_last(x.shape(), p.total),
-                  {&x, &p.w[0], &p.w[1], &p.w[2], &p.w[3], &p.b[0], &p.b[1], &p.b[2], &p.b[3]});
-  kernels().gemm_bias_act({.trans_b = true, .m = rows, .n = p.total, .k = p.in}, x.value().data(),
-                          w_ptr, b_ptr, false, out.value().data());
-
-  record(kOp, out, [x, p, w_cat, rows](const Tensor& g) {
-    // db [total]: column sums of g, split among the biases.
-    if (std::any_of(p.b.begin(), p.b.end(), grad::wanted)) {
-      Tensor db = Tensor::empty({p.total});
-      kernels().bias_act_backward(g.data(), nullptr, nullptr, db.data(), rows, p.total);
-      for (size_t i = 0, off = 0; i < p.n; off += static_cast<size_t>(p.b[i].numel()), ++i)
-        grad::add(p.b[i],
-                  db.slice(static_cast<int64_t>(off), static_cast<int64_t>(off) + p.b[i].numel()));
-    }
-    // dx = g [rows, total] W_cat [total, in]
-    grad::add_gemm(x, {.m = rows, .n = p.in, .k = p.total}, g.data(),
-                   w_cat.defined() ? w_cat.data() : p.w[0].value().data());
-    linear_cat_weight_grads(p, g, x, rows);
-  });
   return out;
 }
 

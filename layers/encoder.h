@@ -27,7 +27,8 @@
 //   // checkpoint: model.state_dict() (dropout masks are keyed, nothing else to save)
 //
 // Parameter names: embeddings.<f>.weight, positions.weight (learned only),
-// layers.<l>.{attn.{w_q,w_k,w_v,w_o},ffn.{w1,w2}}.{weight,bias}, layers.<l>.norm{1,2}.*,
+// layers.<l>.attn.in_proj_{weight,bias}, layers.<l>.{attn.w_o,ffn.{w1,w2}}.{weight,bias},
+// layers.<l>.norm{1,2}.*,
 // final_norm.* (pre-norm only), classifier.{weight,bias}.
 // Init draw order: embeddings, positions, layers in order, final norm, classifier.
 // Throws headlab::Error for inconsistent options (naming the key) and inputs of the wrong size.

@@ -5,6 +5,7 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
+#include "layers/qkv_state.h"
 
 namespace headlab {
 
@@ -65,16 +66,19 @@ StateDict Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const StateDict& state) {
+void Module::load_state_dict(const StateDict& stored) {
   const NamedParameters params = named_parameters();
+  std::unordered_set<std::string> known;
+  for (const auto& p : params) known.insert(p.name);
+  // A state from before in_proj_weight names its row blocks w_q, w_k, w_v (layers/qkv_state.h).
+  const StateDict state =
+      stack_legacy_qkv(stored, [&](const std::string& name) { return known.count(name) > 0; });
   std::unordered_map<std::string, const Tensor*> given;
   for (const auto& t : state) given.emplace(t.name, &t.tensor);
   std::string problems;
   int count = 0;
   auto add = [&](const std::string& p) { problems += (count++ ? "; " : "") + p; };
-  std::unordered_set<std::string> known;
   for (const auto& p : params) {
-    known.insert(p.name);
     auto it = given.find(p.name);
     if (it == given.end()) {
       add("missing '" + p.name + "'");

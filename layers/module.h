@@ -1,7 +1,7 @@
 #pragma once
 // Module: the base of every layer. A layer registers its parameters and sub-layers under their
 // member names, so named_parameters() yields stable dotted names
-// ("encoder.layers.0.attn.w_q.weight") that checkpoints and optimizer state key on. Layers
+// ("encoder.layers.0.attn.in_proj_weight") that checkpoints and optimizer state key on. Layers
 // write no serialization code: state_dict()/load_state_dict() work from the registrations.
 
 #include <memory>
@@ -44,7 +44,8 @@ class Module {
   // Parameter values by name (tensors alias the parameters; clone to snapshot).
   StateDict state_dict() const;
   // Copies values in by name. Collects every missing, unexpected or mis-shaped name, then throws
-  // one headlab::Error listing them all (nothing is modified in that case).
+  // one headlab::Error listing them all (nothing is modified in that case). Attention weights
+  // saved under their older names (w_q, w_k, w_v) are stacked first (layers/qkv_state.h).
   void load_state_dict(const StateDict& state);
 
  protected:

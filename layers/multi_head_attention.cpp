@@ -1,12 +1,10 @@
 #include "layers/multi_head_attention.h"
 
-#include <array>
 #include <cmath>
 #include <limits>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "autograd/packed_params.h"
 #include "core/error.h"
 #include "layers/dropout.h"
 #include "layers/registry.h"
@@ -29,17 +27,24 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   check_dropout_p(options.attn_dropout, "multi_head_attention: attn_dropout");
   head_dim_ = options.head_dim > 0 ? options.head_dim : options.d_model / options.heads;
   const int64_t inner = options.heads * head_dim_;
-  const LinearOptions in{options.d_model, inner, options.bias, options.init};
-  w_q = register_module("w_q", std::make_shared<Linear>(in, rng));
-  w_k = register_module("w_k", std::make_shared<Linear>(in, rng));
-  w_v = register_module("w_v", std::make_shared<Linear>(in, rng));
+  // Drawn as three Linear(d_model -> h d) layers drew them, Q, K, V, weight then bias each (the
+  // fan is a block's, not the stacked matrix's), so a seed keeps giving the same parameters.
+  Tensor weight = Tensor::empty({3 * inner, options.d_model});
+  Tensor bias = options.bias ? Tensor::empty({3 * inner}) : Tensor();
+  const bool xavier = options.init == Init::xavier_uniform;
+  const float bound = xavier ? xavier_bound(options.d_model, inner) : fan_in_bound(options.d_model);
+  for (int64_t part = 0; part < 3; ++part) {
+    weight.slice(part * inner, (part + 1) * inner)
+        .copy_(init_uniform({inner, options.d_model}, bound, rng));
+    if (options.bias)
+      bias.slice(part * inner, (part + 1) * inner)
+          .copy_(xavier ? Tensor::zeros({inner}) : init_uniform({inner}, bound, rng));
+  }
+  in_proj_weight = register_parameter("in_proj_weight", std::move(weight));
+  if (options.bias) in_proj_bias = register_parameter("in_proj_bias", std::move(bias));
   w_o = register_module(
       "w_o", std::make_shared<Linear>(
                  LinearOptions{inner, options.d_model, options.bias, options.init}, rng));
-  // Q, K, V weights (and biases) as one [3 h d, d_model] matrix: the fused projection's operand
-  // (the invariant: autograd/packed_params.h).
-  packed::pack_values(std::array{w_q->weight, w_k->weight, w_v->weight});
-  if (options.bias) packed::pack_values(std::array{w_q->bias, w_k->bias, w_v->bias});
   gate_ = Var(Tensor::full({options.heads}, 1.0f), false);
   dropout_rng_ = dropout_rng ? std::move(dropout_rng) : std::make_shared<SampleRng>(rng.next_u64());
 }
@@ -104,12 +109,7 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   // function as below.
   if (query.node() == key.node() && query.node() == value.node() &&
       (!need_weights || !grad_enabled()) && !bias.defined()) {
-    const Var ws[] = {w_q->weight, w_k->weight, w_v->weight};
-    const Var bs[] = {w_q->bias, w_k->bias, w_v->bias};
-    packed::ensure_values_packed(ws);  // re-packs values that were reassigned
-    if (options_.bias) packed::ensure_values_packed(bs);
-    Var qkv =
-        linear_cat(query, ws, options_.bias ? std::span<const Var>(bs) : std::span<const Var>());
+    Var qkv = linear(query, in_proj_weight, in_proj_bias);  // [B, T, 3 h d]
     AttentionOptions ao;
     ao.heads = h;
     ao.scale = scale;
@@ -124,11 +124,18 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
     return {w_o->forward(heads), need_weights ? Var(weights) : Var()};
   }
 
-  // Column block i of Q (rows [i*d, (i+1)*d) of w_q.weight) is head i's projection; split_heads
-  // moves it to its own [T, d] slab so one batched GEMM scores all heads.
-  Var q = split_heads(w_q->forward(query), h);                            // [B, h, T, d]
-  Var k = split_heads(w_k->forward(key), h);                              // [B, h, S, d]
-  Var v = split_heads(w_v->forward(value), h);                            // [B, h, S, d]
+  // Part j's projection (0 Q, 1 K, 2 V) with row block j of in_proj_weight; column block i of
+  // its output (rows [j h d + i d, j h d + (i + 1) d)) is head i's, which split_heads moves to
+  // its own [T, d] slab so one batched GEMM scores all heads.
+  const int64_t inner = h * head_dim_;
+  auto project = [&](const Var& x, int64_t j) {
+    const Var w = slice(in_proj_weight, 0, j * inner, (j + 1) * inner);
+    const Var b = options_.bias ? slice(in_proj_bias, 0, j * inner, (j + 1) * inner) : Var();
+    return split_heads(linear(x, w, b), h);
+  };
+  Var q = project(query, 0);                                              // [B, h, T, d]
+  Var k = project(key, 1);                                                // [B, h, S, d]
+  Var v = project(value, 2);                                              // [B, h, S, d]
   Var scores = headlab::scale(batched_matmul(q, k, false, true), scale);  // [B, h, T, S]
   if (bias.defined()) scores = add(scores, bias);  // [h, T, S] broadcast over B
   if (key_padding_mask) scores = masked_fill(scores, key_padding_mask->view({b, 1, 1, s}), kMasked);
@@ -162,7 +169,7 @@ Tensor average_heads(const Tensor& weights) {
 
 int64_t MultiHeadAttention::parameter_count(const MultiHeadAttentionOptions& o) {
   const int64_t inner = o.heads * (o.head_dim > 0 ? o.head_dim : o.d_model / o.heads);
-  // W_q, W_k, W_v [inner, d]; W_o [d, inner]; biases 3 inner + d.
+  // in_proj_weight [3 inner, d]; W_o [d, inner]; biases 3 inner + d.
   return 4 * o.d_model * inner + (o.bias ? 3 * inner + o.d_model : 0);
 }
 

@@ -1,10 +1,13 @@
 #pragma once
 // MultiHeadAttention (Vaswani et al. 2017, sec. 3.2.2), with fused projections:
-//   Q = query W_q^T + b_q   [B, T, h*d]      K = key W_k^T + b_k, V = value W_v^T + b_v  [B, S, h*d]
+//   [Q | K | V] = x in_proj_weight^T + in_proj_bias    [B, T, 3 h*d]  (self-attention)
+//   Q = query W_Q^T + b_Q   [B, T, h*d]      K = key W_K^T + b_K, V = value W_V^T + b_V  [B, S, h*d]
 //   A_i = softmax(Q_i K_i^T / sqrt(d) + masks)                 [B, h, T, S]  (weights)
 //   head_i = dropout(A_i) V_i                                  [B, h, T, d]
 //   out = Concat(g_1 head_1, ..., g_h head_h) W_o^T + b_o      [B, T, d_model]
-// Row block i of the fused w_q.weight ([h*d, d_model]) is the seed's W_i^Q transposed, so this
+// where W_Q, W_K, W_V [h*d, d_model] are the row blocks 0, 1, 2 of in_proj_weight [3 h*d,
+// d_model] (b_Q, b_K, b_V those of in_proj_bias [3 h*d]), PyTorch's in_proj_weight layout. Row
+// block i of W_Q (rows [i d, (i + 1) d)) is the seed's W_i^Q transposed (likewise K, V), so this
 // equals the per-head formula head_i = softmax(Q W_i^Q (K W_i^K)^T / sqrt(d_k)) V W_i^V (a test
 // checks it against a plain per-head reference). d = head_dim, default d_model / heads.
 //
@@ -30,10 +33,13 @@
 // -m_i |t - s| (examples/plugin/alibi_attention.h) and learned relative-position biases are of
 // this form; need_weights, the gate, dropout and the head analysis work on such a layer
 // unchanged, since it runs this class's own per-head path.
-// Children: "w_q", "w_k", "w_v" (Linear d_model -> h*d), "w_o" (Linear h*d -> d_model). The
-// values of w_q, w_k and w_v (weights, biases) live packed in one buffer and their gradients are
-// views of one buffer, so the self-attention projection is one GEMM each way: the invariant, what
-// breaks it and how it is kept, in autograd/packed_params.h.
+// Parameters: "in_proj_weight", "in_proj_bias" (with bias) and the child "w_o" (Linear h*d ->
+// d_model). Self-attention projects with one GEMM each way straight from in_proj_weight;
+// cross-attention (key or value another Var than query) projects each input with its row block
+// (slice, whose gradient adds into that block). Initialised as three Linear(d_model -> h*d) were
+// before it (block by block Q, K, V, each weight then bias, from the same Rng), so a seed gives
+// the same values; checkpoints written with the three children (w_q, w_k, w_v) are read by
+// stacking them (layers/qkv_state.h).
 // Throws headlab::Error for bad options (heads not dividing d_model without head_dim) and for
 // inputs or masks of the wrong shape, naming the argument and both shapes.
 
@@ -94,7 +100,11 @@ class MultiHeadAttention : public SequenceLayer {
   void reset_head_mask();
   void set_gate_requires_grad(bool on);
 
-  std::shared_ptr<Linear> w_q, w_k, w_v, w_o;
+  // [3 h*d, d_model]: rows [0, h d) project Q, [h d, 2 h d) K, [2 h d, 3 h d) V.
+  Var in_proj_weight;
+  // [3 h*d], the same blocks; undefined without bias.
+  Var in_proj_bias;
+  std::shared_ptr<Linear> w_o;
 
  protected:
   // The additive per-head score bias for `query_len` queries and `key_len` keys: a Var of shape

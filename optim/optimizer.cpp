@@ -7,6 +7,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/profile.h"
 #include "core/error.h"
+#include "layers/qkv_state.h"
 
 namespace headlab {
 
@@ -103,7 +104,14 @@ StateDict Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const StateDict& state) {
+void Optimizer::load_state_dict(const StateDict& stored) {
+  // Moments saved before in_proj_weight are keyed by its row blocks' old names
+  // ("exp_avg.<layer>.w_q.weight", ...): stacked like the model's (layers/qkv_state.h).
+  std::unordered_set<std::string> expected;
+  for (const std::string& slot : state_names_)
+    for (const auto& p : params_) expected.insert(slot + "." + p.name);
+  const StateDict state =
+      stack_legacy_qkv(stored, [&](const std::string& name) { return expected.count(name) > 0; });
   std::unordered_map<std::string, const Tensor*> given;
   std::string problems;
   int count = 0;

@@ -65,6 +65,8 @@ class Optimizer {
   StateDict state_dict() const;
   // Copies state in by name. Collects every missing, unexpected or mis-shaped name (and a bad
   // "step" tensor), then throws one headlab::Error listing them all; nothing is modified then.
+  // Moments saved under attention's older names (w_q, w_k, w_v) are stacked first, as the
+  // model's are (layers/qkv_state.h).
   void load_state_dict(const StateDict& state);
 
   // The "step" tensor encoding described at state_dict(), and back. step_from_tensor throws

@@ -125,30 +125,14 @@ std::vector<std::string> differentiable_op_names() {
   std::vector<std::string> names = {"matmul", "batched_matmul"};
   for (const BinaryRule* rule : binary_rules()) names.push_back(rule->name);
   for (const UnaryRule* rule : unary_rules()) names.push_back(rule->name);
-  for (const char* name : {"dropout",
-                           "sum",
-                           "mean",
-                           "max",
-                           "reshape",
-                           "transpose",
-                           "concat",
-                           "slice",
-                           "split_heads",
-                           "merge_heads",
-                           "softmax",
-                           "log_softmax",
-                           "cross_entropy",
-                           "layer_norm",
-                           "embedding",
-                           "masked_fill",
-                           "where",
-                           "head_gate",
-                           "head_gate_merged",
-                           "linear",
-                           "linear_cat",
-                           "add_layer_norm",
+  // clang-format off
+  for (const char* name : {"dropout", "sum", "mean", "max", "reshape", "transpose", "concat",
+                           "slice", "split_heads", "merge_heads", "softmax", "log_softmax",
+                           "cross_entropy", "layer_norm", "embedding", "masked_fill", "where",
+                           "head_gate", "head_gate_merged", "linear", "add_layer_norm",
                            "self_attention"})
     names.push_back(name);
+  // clang-format on
   return names;
 }
 

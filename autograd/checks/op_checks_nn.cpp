@@ -172,26 +172,6 @@ void linears(Cases& c) {
       return check(
           seed, [=] { return linear(x, w, b, l.relu); }, wrt);
     });
-  for (const bool packed : {true, false})
-    c.add("linear_cat", packed ? "weights in one storage" : "separate weights",
-          [packed](uint64_t seed) {
-            Rng rng(seed);
-            Var x = leaf(rng, {2, 3, 4});
-            Tensor all = Tensor::empty({7, 4});
-            for (float& v : all.span()) v = 0.5f * rng.normal();
-            Var w0(packed ? all.slice(0, 2) : all.slice(0, 2).clone(), true);
-            Var w1(packed ? all.slice(2, 5) : all.slice(2, 5).clone(), true);
-            Var w2(packed ? all.slice(5, 7) : all.slice(5, 7).clone(), true);
-            Var b0 = leaf(rng, {2}), b1 = leaf(rng, {3}), b2 = leaf(rng, {2});
-            const std::vector<Var> ws{w0, w1, w2}, bs{b0, b1, b2};
-            return check(seed, [=] { return linear_cat(x, ws, bs); }, {x, w0, w1, w2, b0, b1, b2});
-          });
-  c.add("linear_cat", "no biases", [](uint64_t seed) {
-    Rng rng(seed);
-    Var x = leaf(rng, {3, 4}), w0 = leaf(rng, {2, 4}), w1 = leaf(rng, {1, 4});
-    const std::vector<Var> ws{w0, w1};
-    return check(seed, [=] { return linear_cat(x, ws, {}); }, {x, w0, w1});
-  });
 }
 
 void add_layer_norm_cases(Cases& c) {

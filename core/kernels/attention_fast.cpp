@@ -26,6 +26,20 @@
 namespace headlab::fast {
 namespace {
 
+// Floats in one AVX-512 register. A transposed K or V ([d, T]) gets rows padded to whole
+// registers, so the register blocks load their keys without masks (the padding lanes are zero);
+// the scratch is sized for that padding in both builds.
+constexpr int64_t kLanes = 16;
+// The register blocks (attention_blocks.h) hold a score row in at most four registers: heads
+// with more keys take the GEMM-and-row-loop path (head_forward, head_backward).
+constexpr int64_t kMaxBlockVectors = 4;  // the switches in HeadsAvx512 cover 1 to 4
+constexpr int64_t kMaxBlockKeys = kMaxBlockVectors * kLanes;
+
+// T rounded up to whole registers: the padded row width of a transposed K or V.
+constexpr int64_t lane_width(int64_t t) {
+  return (t + kLanes - 1) / kLanes * kLanes;
+}
+
 // dst [cols, ld_dst] = src^T for src [rows, cols] with rows ld_src apart.
 HEADLAB_INLINE void transpose(const float* __restrict src, int64_t ld_src, int64_t rows,
                               int64_t cols, float* __restrict dst, int64_t ld_dst) {
@@ -149,11 +163,12 @@ HEADLAB_INLINE void prefetch_backward(const AttentionDesc& d, int64_t x, const f
 // Floats of scratch per thread: K^T (forward) or V^T and dS (backward), rows padded to whole
 // vectors for the register blocks.
 int64_t scratch_per_head(const AttentionDesc& d, bool backward) {
-  const int64_t width = (d.len + 15) / 16 * 16;
+  const int64_t width = lane_width(d.len);
   return d.dim * width + (backward ? d.len * d.len : 0);
 }
 
-// ---- the AVX-512 heads: rows of at most 64 keys in register blocks (attention_blocks.h)
+// ---- the AVX-512 heads: rows of at most kMaxBlockKeys keys in register blocks
+// (attention_blocks.h)
 
 // Runs block.template operator()<N>(r) over rows r of [0, rows) in blocks of R (the last one
 // shorter).
@@ -196,12 +211,13 @@ struct HeadsAvx512 {
   HEADLAB_AVX512_TARGET void forward(const Head& h, const float* qkv, float* p, float* p_drop,
                                      float* out, float* scratch) const {
     const AttentionDesc& d = h.d;
-    const int64_t t = d.len, n = d.dim, ld = h.ld(), width = (t + 15) / 16 * 16;
-    if (t > 64) return head_forward(h, qkv, p, p_drop, out, scratch, MmAvx512{}, RowAvx512{});
+    const int64_t t = d.len, n = d.dim, ld = h.ld(), width = lane_width(t);
+    if (t > kMaxBlockKeys)
+      return head_forward(h, qkv, p, p_drop, out, scratch, MmAvx512{}, RowAvx512{});
     float* pr = p + h.bh() * t * t;
     float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : nullptr;
-    transpose_to_lanes(qkv + h.k_off(), ld, t, n, scratch, width);  // K^T [d, 16 nv]
-    switch (width / 16) {
+    transpose_to_lanes(qkv + h.k_off(), ld, t, n, scratch, width);  // K^T [d, width]
+    switch (width / kLanes) {
       case 1:
         forward_blocks<1>(h, qkv, pr, pd, scratch);
         break;
@@ -222,16 +238,17 @@ struct HeadsAvx512 {
                                       const float* p_drop, const float* dout, float* dqkv, bool acc,
                                       float* scratch) const {
     const AttentionDesc& d = h.d;
-    const int64_t t = d.len, n = d.dim, ld = h.ld(), width = (t + 15) / 16 * 16;
-    if (t > 64) return head_backward(h, qkv, p, p_drop, dout, dqkv, acc, scratch, MmAvx512{});
+    const int64_t t = d.len, n = d.dim, ld = h.ld(), width = lane_width(t);
+    if (t > kMaxBlockKeys)
+      return head_backward(h, qkv, p, p_drop, dout, dqkv, acc, scratch, MmAvx512{});
     const float* pr = p + h.bh() * t * t;
     const float* pd = d.dropout_mask ? p_drop + h.bh() * t * t : pr;
     const float* mult = d.dropout_mask ? d.dropout_mask + h.bh() * t * t : nullptr;
     const float* d_o = dout + h.o_off();
     float* vt = scratch;
     float* ds = scratch + n * width;
-    transpose_to_lanes(qkv + h.v_off(), ld, t, n, vt, width);  // V^T [d, 16 nv]
-    switch (width / 16) {
+    transpose_to_lanes(qkv + h.v_off(), ld, t, n, vt, width);  // V^T [d, width]
+    switch (width / kLanes) {
       case 1:
         backward_blocks<1>(h, d_o, pr, mult, vt, ds);
         break;

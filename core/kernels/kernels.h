@@ -54,8 +54,9 @@ struct GemmDesc {
 // Shapes and options of the fused multi-head self-attention (Kernels::attention_forward and
 // attention_backward; readable in attention_reference.cpp, fast in attention_fast.cpp). Both
 // implementations work on the same packed layouts, with B batch, T tokens, h heads of width d:
-//   qkv [B, T, 3, h, d]  each token's Q, K and V side by side (what linear_cat of w_q, w_k, w_v
-//                        gives): Q of head i at columns [i d, (i + 1) d), K h d later, V 2 h d
+//   qkv [B, T, 3, h, d]  each token's Q, K and V side by side (what the projection by
+//                        MultiHeadAttention's in_proj_weight [3 h d, D] gives): Q of head i at
+//                        columns [i d, (i + 1) d), K h d later, V 2 h d
 //   p   [B, h, T, T]     the softmax weights per head, saved for backward (p_drop likewise:
 //                        p times the dropout multipliers)
 //   out [B, T, h, d]     the heads side by side (merge_heads' layout), ready for w_o

@@ -96,72 +96,6 @@ TEST_CASE("autograd: linear equals matmul + add (+ relu) on every backend") {
   }
 }
 
-TEST_CASE("autograd: linear_cat equals one linear per weight side by side") {
-  Rng rng(2);
-  const Tensor x = randn({3, 4, 5}, rng), w0 = randn({2, 5}, rng), w1 = randn({3, 5}, rng),
-               b0 = randn({2}, rng), b1 = randn({3}, rng);
-  for (Backend be : kAllBackends) {
-    BackendScope scope(be);
-    INFO(backend_name(be));
-    check_equal(
-        {x, w0, w1, b0, b1},
-        [](auto& v) {
-          const Var ws[] = {v[1], v[2]}, bs[] = {v[3], v[4]};
-          return linear_cat(v[0], ws, bs);
-        },
-        [](auto& v) {
-          // [x W0^T + b0 | x W1^T + b1] through matmuls with 0/1 placement matrices.
-          Tensor p0 = Tensor::zeros({2, 5}), p1 = Tensor::zeros({3, 5});
-          for (int64_t i = 0; i < 2; ++i) p0[i * 5 + i] = 1.0f;
-          for (int64_t i = 0; i < 3; ++i) p1[i * 5 + 2 + i] = 1.0f;
-          return add(matmul(linear(v[0], v[1], v[3]), Var(p0)),
-                     matmul(linear(v[0], v[2], v[4]), Var(p1)));
-        });
-  }
-}
-
-TEST_CASE("autograd: linear_cat gradients accumulate through the fused, packed and split paths") {
-  // The packed-parameter invariant and its paths: autograd/packed_params.h.
-  Rng rng(3);
-  const Tensor x = randn({4, 3}, rng);
-  Tensor packed = randn({5, 3}, rng);
-  Var w0(packed.slice(0, 2), true), w1(packed.slice(2, 5), true);
-  Var xv(x, false);
-  const Var ws[] = {w0, w1};
-  const Tensor seed = randn({4, 5}, rng);
-  auto packed_grads = [&] {
-    return w0.grad().shares_storage(w1.grad()) && w0.grad().data() + w0.numel() == w1.grad().data();
-  };
-  // 1st backward: no gradient yet -> one GEMM into a new buffer, kept as consecutive blocks.
-  linear_cat(xv, ws, {}).backward(seed);
-  REQUIRE(w0.has_grad());
-  CHECK(packed_grads());
-  const std::vector<float> once0 = w0.grad().to_vector(), once1 = w1.grad().to_vector();
-  // 2nd: consecutive gradients -> one GEMM with beta 1; the result doubles.
-  linear_cat(xv, ws, {}).backward(seed);
-  for (size_t i = 0; i < once0.size(); ++i) CHECK(w0.grad()[i] == doctest::Approx(2 * once0[i]));
-  for (size_t i = 0; i < once1.size(); ++i) CHECK(w1.grad()[i] == doctest::Approx(2 * once1[i]));
-  // 3rd: gradients reassigned to separate buffers -> re-packed (values kept), still accumulating.
-  w0.grad() = w0.grad().clone();
-  w1.grad() = w1.grad().clone();
-  linear_cat(xv, ws, {}).backward(seed);
-  CHECK(packed_grads());
-  for (size_t i = 0; i < once0.size(); ++i) CHECK(w0.grad()[i] == doctest::Approx(3 * once0[i]));
-  for (size_t i = 0; i < once1.size(); ++i) CHECK(w1.grad()[i] == doctest::Approx(3 * once1[i]));
-  // Weights in separate storages: gathered for the product, one GEMM per part for dW, each
-  // gradient its own buffer, still accumulating.
-  Var s0(packed.slice(0, 2).clone(), true), s1(packed.slice(2, 5).clone(), true);
-  const Var separate[] = {s0, s1};
-  for (int pass = 1; pass <= 2; ++pass) {
-    linear_cat(xv, separate, {}).backward(seed);
-    CHECK_FALSE(s0.grad().shares_storage(s1.grad()));
-    for (size_t i = 0; i < once0.size(); ++i)
-      CHECK(s0.grad()[i] == doctest::Approx(pass * once0[i]));
-    for (size_t i = 0; i < once1.size(); ++i)
-      CHECK(s1.grad()[i] == doctest::Approx(pass * once1[i]));
-  }
-}
-
 TEST_CASE("autograd: add_layer_norm equals layer_norm of add, with and without affine") {
   Rng rng(4);
   const Tensor x = randn({3, 4, 8}, rng, 2.0f), r = randn({3, 4, 8}, rng),
@@ -232,8 +166,6 @@ TEST_CASE("autograd: self_attention equals the composed attention, with masks an
 TEST_CASE("autograd: fused ops name the op and the shapes in their errors") {
   Var x(Tensor::zeros({2, 3}), true), w(Tensor::zeros({4, 5}), true);
   CHECK_THROWS_WITH(linear(x, w, Var()), doctest::Contains("linear: input shape [2, 3]"));
-  const Var ws[] = {Var(Tensor::zeros({2, 3}), true), Var(Tensor::zeros({2, 4}), true)};
-  CHECK_THROWS_WITH(linear_cat(x, ws, {}), doctest::Contains("linear_cat: weight 1"));
   CHECK_THROWS_WITH(add_layer_norm(x, Var(Tensor::zeros({3, 2}), true), Var(), Var()),
                     doctest::Contains("add_layer_norm: r shape is [3, 2]"));
   AttentionOptions o;

@@ -83,10 +83,12 @@ inline RefAttention ref_attention(const MultiHeadAttention& mha, const Tensor& q
                                   const Tensor* score_bias = nullptr) {
   const int64_t B = query.size(0), T = query.size(1), S = key.size(1), D = query.size(2);
   const int64_t H = mha.heads(), d = mha.head_dim();
-  const Tensor &wq = mha.w_q->weight.value(), &wk = mha.w_k->weight.value(),
-               &wv = mha.w_v->weight.value(), &wo = mha.w_o->weight.value();
-  const Tensor &bq = mha.w_q->bias.value(), &bk = mha.w_k->bias.value(),
-               &bv = mha.w_v->bias.value(), &bo = mha.w_o->bias.value();
+  // W_Q, W_K, W_V: the row blocks of in_proj_weight [3 H d, D] (b likewise).
+  const Tensor &w_in = mha.in_proj_weight.value(), &b_in = mha.in_proj_bias.value();
+  const Tensor wq = w_in.slice(0, H * d), wk = w_in.slice(H * d, 2 * H * d),
+               wv = w_in.slice(2 * H * d, 3 * H * d), &wo = mha.w_o->weight.value();
+  const Tensor bq = b_in.slice(0, H * d), bk = b_in.slice(H * d, 2 * H * d),
+               bv = b_in.slice(2 * H * d, 3 * H * d), &bo = mha.w_o->bias.value();
   // x [rows, D] @ W_i ([D, d], column c is fused row i*d + c) + b_i
   auto project = [&](const Tensor& x, int64_t b, int64_t n, const Tensor& w, const Tensor& bias,
                      int64_t i) {

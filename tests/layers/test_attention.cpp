@@ -85,7 +85,8 @@ TEST_CASE("layers: multi_head_attention output and per-head weight shapes") {
   CHECK(out.weights.shape() == Shape{3, 2, 5, 7});
   CHECK_FALSE(mha.forward(Var(in.q), Var(in.k), Var(in.v)).weights.defined());
   CHECK(mha.forward(Var(in.q)).shape() == Shape{3, 5, 8});  // SequenceLayer: self-attention
-  CHECK(mha.w_q->weight.shape() == Shape{8, 8});
+  CHECK(mha.in_proj_weight.shape() == Shape{24, 8});        // Q, K, V row blocks of [h d, d_model]
+  CHECK(mha.in_proj_bias.shape() == Shape{24});
   CHECK(average_heads(out.weights.value()).shape() == Shape{3, 5, 7});
 }
 
@@ -183,7 +184,7 @@ TEST_CASE("layers: multi_head_attention gate gradient is the head importance dL/
   Rng rng(5);
   MultiHeadAttention mha({8, 4}, rng);
   CHECK_FALSE(mha.head_gate().requires_grad());
-  CHECK(mha.named_parameters().size() == 8);  // the gate is not a parameter
+  CHECK(mha.named_parameters().size() == 4);  // in_proj_{weight,bias}, w_o.*: the gate is not one
   Inputs in = make_inputs(rng, 2, 3, 3, 8, false);
   const Tensor probe = randn({2, 3, 8}, rng);
   mha.set_gate_requires_grad(true);

@@ -154,8 +154,8 @@ TEST_CASE("layers: encoder shapes, per-layer weights and parameter names") {
   for (const auto& p : model.named_parameters()) names.push_back(p.name);
   for (const char* expected :
        {"embeddings.0.weight", "embeddings.1.weight", "positions.weight",
-        "layers.0.attn.w_q.weight", "layers.0.attn.w_o.bias", "layers.1.ffn.w1.weight",
-        "layers.1.norm2.weight", "final_norm.bias", "classifier.weight"})
+        "layers.0.attn.in_proj_weight", "layers.0.attn.in_proj_bias", "layers.0.attn.w_o.bias",
+        "layers.1.ffn.w1.weight", "layers.1.norm2.weight", "final_norm.bias", "classifier.weight"})
     CHECK_MESSAGE(std::find(names.begin(), names.end(), expected) != names.end(), expected);
   CHECK(names.front() == "embeddings.0.weight");
   CHECK(names.back() == "classifier.bias");

@@ -1,7 +1,8 @@
-// MultiHeadAttention's fast path (self-attention: one GEMM for Q, K and V, then the fused
-// self_attention op, and head_gate_merged when the gate is not all ones) computes the same function as its generic path (separate projections,
+// MultiHeadAttention's fast path (self-attention: one GEMM for Q, K and V on in_proj_weight,
+// then the fused self_attention op, and head_gate_merged when the gate is not all ones) computes
+// the same function as its generic path (each projection on its row block of in_proj_weight,
 // split_heads, batched_matmul, masked_fill, softmax, dropout, merge_heads), values and
-// gradients, on every backend. The packed storage it relies on: test_packed_params.cpp.
+// gradients, on every backend.
 
 #include <doctest/doctest.h>
 

@@ -80,8 +80,8 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
             "registered was kept",
             "test_fresh_layer"},
         Bad{"bad_version",
-            "was built against headlab 0.1.0 (plugin ABI 3), but this is headlab " HEADLAB_VERSION
-            " (plugin ABI 3): rebuild it against this headlab",
+            "was built against headlab 0.1.0 (plugin ABI 4), but this is headlab " HEADLAB_VERSION
+            " (plugin ABI 4): rebuild it against this headlab",
             ""},
         Bad{"bad_static",
             "registers layer 'test_static_layer' at load time, outside its entry point",
@@ -154,7 +154,11 @@ TEST_CASE("plugins: the example plugin's layers pass gradcheck on every backend"
   Rng rng(5);
   auto alibi = make_layer("alibi_attention", OptionMap{{"learn_slopes", true}},
                           OptionMap{{"d_model", 4}, {"heads", 2}}, rng);
-  CHECK(alibi->named_parameters().front().name == "slopes");
+  // MultiHeadAttention's own parameters first (registered in its constructor), then the slopes.
+  const NamedParameters named = alibi->named_parameters();
+  REQUIRE(named.size() == 5);
+  CHECK(named[0].name == "in_proj_weight");
+  CHECK(named[2].name == "slopes");
   const GradcheckResult r = gradcheck_sequence_layer(*alibi, 4, 7);
   CHECK_MESSAGE(r.pass, r.worst);
 }

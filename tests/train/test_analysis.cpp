@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -124,34 +125,34 @@ TEST_CASE(
   const std::vector<Batch> batches = eval_batches(task, t.config);
   const int64_t d = 32 / 4;
   SUBCASE("ablation equals zeroing the head's value projection") {
-    // Head h's output is A_h (x W_v,h^T + b_v,h); zeroing that block of w_v removes it exactly as
-    // gate 0 does.
+    // Head h's output is A_h (x W_v,h^T + b_v,h); zeroing that block of the V rows of
+    // in_proj_weight (rows 64..95 of [96, 32]) removes it exactly as gate 0 does.
+    auto v_rows = [](MultiHeadAttention& attn) {
+      return std::pair{attn.in_proj_weight.value().slice(64, 96),
+                       attn.in_proj_bias.value().slice(64, 96)};
+    };
     for (const HeadRef ref : {HeadRef{0, 1}, HeadRef{1, 3}}) {
-      MultiHeadAttention& attn = model.attention(ref.layer);
-      const Tensor w = attn.w_v->weight.value().clone(), b = attn.w_v->bias.value().clone();
-      float* wd = attn.w_v->weight.value().data();
-      float* bd = attn.w_v->bias.value().data();
-      std::fill(wd + ref.head * d * 32, wd + (ref.head + 1) * d * 32, 0.0f);
-      std::fill(bd + ref.head * d, bd + (ref.head + 1) * d, 0.0f);
+      auto [wv, bv] = v_rows(model.attention(ref.layer));
+      const Tensor w = wv.clone(), b = bv.clone();
+      std::fill(wv.data() + ref.head * d * 32, wv.data() + (ref.head + 1) * d * 32, 0.0f);
+      std::fill(bv.data() + ref.head * d, bv.data() + (ref.head + 1) * d, 0.0f);
       CHECK(accuracy_and_loss(model, batches).first ==
             doctest::Approx(r.at(ref.layer, ref.head).ablation_accuracy));
-      attn.w_v->weight.value().copy_(w);
-      attn.w_v->bias.value().copy_(b);
+      wv.copy_(w);
+      bv.copy_(b);
     }
     // Keep-only: every other head of the layer zeroed.
-    MultiHeadAttention& attn = model.attention(1);
-    const Tensor w = attn.w_v->weight.value().clone(), b = attn.w_v->bias.value().clone();
+    auto [wv, bv] = v_rows(model.attention(1));
+    const Tensor w = wv.clone(), b = bv.clone();
     for (int h = 0; h < 4; ++h) {
       if (h == 2) continue;
-      std::fill(attn.w_v->weight.value().data() + h * d * 32,
-                attn.w_v->weight.value().data() + (h + 1) * d * 32, 0.0f);
-      std::fill(attn.w_v->bias.value().data() + h * d, attn.w_v->bias.value().data() + (h + 1) * d,
-                0.0f);
+      std::fill(wv.data() + h * d * 32, wv.data() + (h + 1) * d * 32, 0.0f);
+      std::fill(bv.data() + h * d, bv.data() + (h + 1) * d, 0.0f);
     }
     CHECK(accuracy_and_loss(model, batches).first ==
           doctest::Approx(r.at(1, 2).keep_only_accuracy));
-    attn.w_v->weight.value().copy_(w);
-    attn.w_v->bias.value().copy_(b);
+    wv.copy_(w);
+    bv.copy_(b);
   }
 
   SUBCASE("importance equals mean |dL/dg| by central differences") {

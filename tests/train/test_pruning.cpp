@@ -77,14 +77,13 @@ void build_heads(Encoder& model) {
   parameter(model, "embeddings.1.weight").value().fill_(0.0f);
   parameter(model, "positions.weight").value().fill_(0.0f);
   MultiHeadAttention& attn = model.attention(0);
-  for (const auto& lin : {attn.w_q, attn.w_k}) {
-    lin->weight.value().fill_(0.0f);  // [64, 32]
-    lin->bias.value().fill_(0.0f);
-  }
-  float* wq = attn.w_q->weight.value().data();
-  float* wk = attn.w_k->weight.value().data();
+  // in_proj_weight [192, 32]: rows 0..63 project Q, 64..127 K (in_proj_bias likewise).
+  attn.in_proj_weight.value().slice(0, 128).fill_(0.0f);
+  attn.in_proj_bias.value().slice(0, 128).fill_(0.0f);
+  float* wq = attn.in_proj_weight.value().data();
+  float* wk = wq + 64 * 32;
   wk[0 * 32 + G::kBos] = 1.0f;
-  attn.w_q->bias.value().data()[0] = 100.0f;
+  attn.in_proj_bias.value().data()[0] = 100.0f;
   for (int c = 0; c < G::kCategories; ++c) {
     wq[(16 + G::sem[c]) * 32 + c] = 100.0f;
     wk[(16 + c) * 32 + c] = 1.0f;

@@ -36,7 +36,7 @@ Tensor random_tensor(const Shape& shape, Rng& rng) {
 StateDict sample_state() {
   Rng rng(3);
   StateDict s;
-  s.push_back({"encoder.layers.0.attn.w_q.weight", random_tensor({8, 8}, rng)});
+  s.push_back({"encoder.layers.0.attn.w_o.weight", random_tensor({8, 8}, rng)});
   s.push_back({"bias", random_tensor({5}, rng)});
   s.push_back({"scalar", Tensor::from(Shape{}, {-2.5f})});
   s.push_back({"empty", Tensor::empty({0, 3})});

@@ -9,7 +9,7 @@
 //
 // Format version 2 (kCheckpointFormatVersion). Integrity: every tensor carries an XXH3-64
 // checksum (train/io/checksum.h) in its file's __metadata__, next to the step:
-//   {"step": "400", "checksum": "xxh3_64", "xxh3_64:encoder.layers.0.attn.w_q.weight": "<hex>",
+//   {"step": "400", "checksum": "xxh3_64", "xxh3_64:encoder.layers.0.attn.in_proj_weight": "<hex>",
 //    ...}
 // (Python's safetensors reads these files unchanged; the metadata is plain strings.) state.json:
 //   {"format_version": 2, "step": 400, "data_cursor": 400, "config_hash": "...", "run_id": "...",
