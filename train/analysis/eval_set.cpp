@@ -98,12 +98,8 @@ std::vector<double> gate_gradients(Encoder& model, const EvalSet& set, const Tas
       b.feature_spans(features);
       EncoderOutput out = model.forward(features, b.batch_size, b.seq_len);
       Var loss = cross_entropy(out.logits, b.labels, kIgnoreIndex);
-      if (counts) {  // as evaluate_batch counts
-        EvalCounts batch;
-        count_predictions(out.logits.value(), b.labels, &task, batch);
-        batch.loss_sum = loss.value().item() * static_cast<double>(batch.tokens);
-        counts->add(batch);
-      }
+      if (counts)
+        counts->add(batch_counts(out.logits.value(), b.labels, &task, loss.value().item()));
       if (!loss.requires_grad()) {  // no attention layer: no gradient to measure
         if (counts) continue;
         break;

@@ -47,6 +47,14 @@ void count_predictions(const Tensor& logits, std::span<const int32_t> labels, co
   }
 }
 
+EvalCounts batch_counts(const Tensor& logits, std::span<const int32_t> labels, const Task* task,
+                        double mean_loss) {
+  EvalCounts counts;
+  count_predictions(logits, labels, task, counts);
+  counts.loss_sum = mean_loss * static_cast<double>(counts.tokens);
+  return counts;
+}
+
 EvalCounts evaluate_batch(Encoder& model, const Batch& batch, const Task& task,
                           std::vector<Tensor>* weights) {
   std::vector<std::span<const int32_t>> features;
@@ -57,12 +65,8 @@ EvalCounts evaluate_batch(Encoder& model, const Batch& batch, const Task& task,
     weights->clear();
     for (const Var& w : out.weights) weights->push_back(w.value());
   }
-  EvalCounts counts;
-  count_predictions(out.logits.value(), batch.labels, &task, counts);
-  // cross_entropy is the mean over the counted tokens; weighted back by their number.
   const double mean = cross_entropy(out.logits, batch.labels, kIgnoreIndex).value().item();
-  counts.loss_sum = mean * static_cast<double>(counts.tokens);
-  return counts;
+  return batch_counts(out.logits.value(), batch.labels, &task, mean);
 }
 
 }  // namespace headlab

@@ -48,6 +48,12 @@ struct EvalCounts {
 void count_predictions(const Tensor& logits, std::span<const int32_t> labels, const Task* task,
                        EvalCounts& counts);
 
+// The counts of one batch whose cross-entropy, the mean over its counted tokens, is mean_loss:
+// count_predictions into fresh counts, and loss_sum = mean_loss x tokens (the one place a
+// batch's loss is weighted by its tokens).
+EvalCounts batch_counts(const Tensor& logits, std::span<const int32_t> labels, const Task* task,
+                        double mean_loss);
+
 // One batch through the model as it is (eval or train mode, gates as set; the caller holds a
 // NoGradGuard): its counts with every relation scored and its loss. With `weights`, also each
 // layer's attention weights [B, h, T, T] (need_weights).

@@ -97,10 +97,8 @@ Var TrainStep::micro_batch_loss(int64_t step, int64_t a) {
   batch_.feature_spans(features_);
   EncoderOutput out = encoder.forward(features_, batch_.batch_size, batch_.seq_len);
   Var loss = cross_entropy(out.logits, batch_.labels, kIgnoreIndex);
-  EvalCounts& counts = counts_[static_cast<size_t>(a)];
-  counts = EvalCounts{};
-  count_predictions(out.logits.value(), batch_.labels, nullptr, counts);
-  counts.loss_sum = loss.value().item() * static_cast<double>(counts.tokens);
+  counts_[static_cast<size_t>(a)] =
+      batch_counts(out.logits.value(), batch_.labels, nullptr, loss.value().item());
   return loss;
 }
 
