@@ -61,18 +61,21 @@ int64_t repeats(const BinaryGrad& in) {
 }
 
 // out = a + alpha b (add: alpha = 1, sub: -1).  da = g,  db = alpha sum over the repeats of g.
-template <float Alpha>
+// The sign is an int template parameter: clang 14 (the fuzz and sanitizer builds) has no float
+// non-type template parameters.
+template <int Sign>
 void add_forward(const float* a, int64_t n, const float* b, int64_t nb, float* y) {
-  ew::add_broadcast(a, n, b, nb, Alpha, y);
+  ew::add_broadcast(a, n, b, nb, float(Sign), y);
 }
-template <float Alpha>
+template <int Sign>
 void add_backward(const BinaryGrad& in) {
   grad::add(in.a, in.g);
   if (in.nb == in.n)
-    grad::add(in.b, in.g, Alpha);
+    grad::add(in.b, in.g, float(Sign));
   else
-    grad::add(in.b,
-              [&](Tensor& db) { ew::sum_rows(in.g.data(), repeats(in), in.nb, Alpha, db.data()); });
+    grad::add(in.b, [&](Tensor& db) {
+      ew::sum_rows(in.g.data(), repeats(in), in.nb, float(Sign), db.data());
+    });
 }
 
 // out = a b.  da = g b,  db = sum over the repeats of g a. For mul(x, x) each term is added on
