@@ -295,6 +295,45 @@ TEST_CASE("dist: ranks with different configs are refused at start-up, once") {
   CHECK_FALSE(fs::exists(tmp / "run" / "metrics.jsonl"));
 }
 
+// A rank that runs another command, the same command with other choices, or the same config
+// with a setting that changes its kernels (OPENBLAS_CORETYPE) is named at start-up in one line,
+// quickly (not after runtime.dist_timeout), and nothing is written.
+TEST_CASE("dist: a rank running another command or with other numeric settings is refused") {
+  TempDir tmp("dist-other-command");
+  const fs::path run = tmp / "run";
+  struct Case {
+    std::string name;
+    std::vector<std::string> second;  // rank 1's command line (after -np 1)
+    std::string fragment;
+  };
+  std::vector<std::string> resume = train_args(run, {}, true);
+  std::vector<std::string> coretype = {"env", "OPENBLAS_CORETYPE=Prescott"};
+  for (const std::string& a : train_args(run, {})) coretype.push_back(a);
+  const std::vector<Case> cases = {
+      {"info beside train",
+       {HEADLAB_CLI, "info"},
+       "rank 1 differs from rank 0 in the command it runs: 'headlab info' here, 'headlab train' "
+       "on rank 0"},
+      {"--resume beside a fresh run", resume,
+       "rank 1 differs from rank 0 in the train command's choices"},
+      {"another OPENBLAS_CORETYPE", coretype,
+       "rank 1 differs from rank 0 in the settings that can change results: "},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = ranks_of(1);
+    for (const std::string& a : train_args(run, {"runtime.dist_timeout=120"})) args.push_back(a);
+    args.insert(args.end(), {":", "-np", "1"});
+    args.insert(args.end(), c.second.begin(), c.second.end());
+    const RunResult r = run_cli(args, mpirun_options());
+    INFO(c.name << ": " << r.describe());
+    CHECK(r.exit_code == 2);
+    CHECK(count_error_lines(r) == 1);
+    CHECK(r.err.find(c.fragment) != std::string::npos);
+    CHECK(r.seconds < 60);  // named at start-up, not after a timeout
+    CHECK_FALSE(fs::exists(run / "metrics.jsonl"));
+  }
+}
+
 TEST_CASE("dist: a sweep over 2 ranks writes what the one-process sweep writes") {
   TempDir tmp("dist-sweep");
   const std::vector<std::string> sweep = {

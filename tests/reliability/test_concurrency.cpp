@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -287,16 +288,30 @@ TEST_CASE(
         metrics_without_timing(run / "metrics.jsonl"));
 }
 
-TEST_CASE("train: signals a second Ctrl-C ends training at once, the last checkpoint intact") {
+// Two or three stop signals a few milliseconds apart (a double Ctrl-C, the kernel's SIGTERM after
+// a sweep's) stop the run like one: its line, a checkpoint, run.json "interrupted", and eval.
+TEST_CASE("train: signals a second and third Ctrl-C still leave a consistent run and its line") {
   TempDir tmp("signals-twice");
-  const fs::path run = tmp / "run";
-  LiveRun live(run, {"--set", "train.checkpoint_every=10"});
-  live.process.signal(SIGINT);
-  live.process.signal(SIGINT);
-  const RunResult r = live.process.wait();
-  CHECK_MESSAGE((r.signal == SIGINT || r.exit_code == 130), r.describe());
-  const RunResult e = run_cli({"eval", run.string(), "--json"});
-  CHECK_MESSAGE(e.exit_code == 0, e.describe());
+  std::mt19937 rng(20261201);
+  for (int trial = 0; trial < 6; ++trial) {
+    const fs::path run = tmp / fmt::format("run-{}", trial);
+    LiveRun live(run, {"--set", "train.checkpoint_every=10"});
+    const int signals = 2 + trial % 2;
+    for (int k = 0; k < signals; ++k) {
+      live.process.signal(trial < 2 ? SIGINT : k == 0 ? SIGINT : SIGTERM);
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 12000));
+    }
+    const RunResult r = live.process.wait();
+    INFO("trial " << trial << ": " << r.describe());
+    CHECK(r.exit_code == 130);
+    REQUIRE_FALSE(r.err_lines().empty());
+    CHECK(r.err_lines().back().find("headlab: interrupted by SIGINT") == 0);
+    CHECK(r.err_lines().back().find("checkpoint saved; continue with:") != std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(read_bytes(run / "run.json"));
+    CHECK(j["outcome"] == "interrupted by SIGINT");
+    const RunResult e = run_cli({"eval", run.string(), "--json"});
+    CHECK_MESSAGE(e.exit_code == 0, e.describe());
+  }
 }
 
 // A sweep stopped by SIGTERM or SIGINT stops its runs (each writes a checkpoint), writes
@@ -339,4 +354,140 @@ TEST_CASE("train: signals a sweep's runs die with it, and --resume continues the
     for (const auto& run : j["runs"]) CHECK(run["ok"] == true);
     CHECK(read_bytes(a / "train.log").find("resuming at step") != std::string::npos);
   }
+}
+
+// The continue-command of a run whose --out holds control characters stays on one line, and a
+// shell reads its --out back as the same bytes (bash's $'...', as the error lines escape them).
+TEST_CASE("train: signals the printed continue-command escapes control characters") {
+  TempDir tmp("signals-control");
+  const fs::path run = tmp / "run\nwith\ttabs\x1b[31m";
+  LiveRun live(run, {});
+  const RunResult r = live.stop();
+  REQUIRE_MESSAGE(r.exit_code == 143, r.describe());
+  const std::string err = r.err;
+  for (char c : err) CHECK_MESSAGE((c == '\n' || static_cast<unsigned char>(c) >= 0x20), r.err);
+  REQUIRE_FALSE(r.err_lines().empty());
+  const std::string line = r.err_lines().back();
+  const std::string marker = "continue with: ";
+  const size_t at = line.find(marker);
+  REQUIRE_MESSAGE(at != std::string::npos, line);
+  // The command's words, as bash splits and unquotes them, one per line of printf's output.
+  const std::string command = line.substr(at + marker.size());
+  const RunResult words = run_cli({"-c", "printf '%s\\0' " + command}, {.program = "/bin/bash"});
+  REQUIRE_MESSAGE(words.exit_code == 0, words.describe());
+  std::vector<std::string> args;
+  for (size_t from = 0; from < words.out.size();) {
+    const size_t end = words.out.find('\0', from);
+    args.push_back(words.out.substr(from, end - from));
+    from = end + 1;
+  }
+  const auto out = std::find(args.begin(), args.end(), "--out");
+  REQUIRE(out != args.end());
+  REQUIRE(out + 1 != args.end());
+  CHECK(*(out + 1) == run.string());
+  CHECK(std::find(args.begin(), args.end(), "--resume") != args.end());
+}
+
+// A sweep killed (SIGKILL) at random moments: its runs stop too (some between their last step
+// and their analysis, with summary.json and no heads.json), and one --resume completes every run
+// (analysis included) with exit 0 and the uninterrupted sweep's figures.
+TEST_CASE("train: signals a sweep killed at random moments is completed by one --resume") {
+  TempDir tmp("signals-sweep-random");
+  const auto args = [&](const fs::path& out) {
+    return std::vector<std::string>{
+        "sweep", kConfig.string(), "--over", "model.heads=2,4", "--jobs",       "2",
+        "--out", out.string(),     "--set",  "train.steps=20",  "--no-progress"};
+  };
+  const fs::path reference = tmp / "reference";
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult ref = run_cli(args(reference));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_MESSAGE(ref.exit_code == 0, ref.describe());
+  const std::vector<std::string> runs = {"heads-2_seed-1", "heads-4_seed-1"};
+  std::mt19937 rng(1201);
+  std::uniform_real_distribution<double> moment(0.15 * seconds, 1.05 * seconds);
+  int without_analysis = 0;
+  for (int trial = 0; trial < 5; ++trial) {
+    const fs::path sweep = tmp / fmt::format("sweep-{}", trial);
+    {
+      CliProcess s(args(sweep));
+      std::this_thread::sleep_for(std::chrono::duration<double>(moment(rng)));
+      s.signal(SIGKILL);
+      s.wait();
+    }
+    // Its runs stop when they see the kernel's SIGTERM (their locks are then free).
+    for (const std::string& run : runs)
+      REQUIRE(wait_until([&] { return !locked(sweep / run); }, 60));
+    for (const std::string& run : runs)
+      without_analysis +=
+          present(sweep / run / "summary.json") && !present(sweep / run / "heads.json");
+    std::vector<std::string> resume = args(sweep);
+    resume.push_back("--resume");
+    const RunResult again = run_cli(resume);
+    INFO("trial " << trial << ": " << again.describe());
+    CHECK(again.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(read_bytes(sweep / "sweep.json"));
+    REQUIRE(j["runs"].size() == 2);
+    for (const auto& run : j["runs"]) CHECK(run["ok"] == true);
+    for (const std::string& run : runs) {
+      const auto a = nlohmann::json::parse(read_bytes(reference / run / "heads.json"));
+      const auto b = nlohmann::json::parse(read_bytes(sweep / run / "heads.json"));
+      CHECK_MESSAGE(a["specialization"] == b["specialization"], run);
+      CHECK_MESSAGE(a["eval"] == b["eval"], run);
+    }
+  }
+  MESSAGE(without_analysis << " runs were stopped between their last step and their analysis");
+}
+
+// The same state made on purpose, every time: a complete sweep whose run lost its analysis
+// (stopped after its last step) is completed by --resume, and is not "complete" to
+// --report-only; a run that fails is trained again by --resume and left by --skip-failed, and
+// the sweep exits non-zero while any run is not complete.
+TEST_CASE("train: signals a sweep exits 0 only when every run is complete") {
+  TempDir tmp("sweep-complete");
+  const fs::path sweep = tmp / "sweep";
+  std::vector<std::string> args = {"sweep",        kConfig.string(),
+                                   "--over",       "optim.lr=5e-3,1e30",
+                                   "--out",        sweep.string(),
+                                   "--set",        "train.steps=10",
+                                   "--set",        "schedule.name=\"constant\"",
+                                   "--no-progress"};
+  const RunResult first = run_cli(args);
+  CHECK_MESSAGE(first.exit_code == 3, first.describe());  // lr 1e30 explodes
+  const fs::path good = sweep / "lr-5e-3_seed-1";
+  REQUIRE(present(good / "heads.json"));
+  const std::string heads = read_bytes(good / "heads.json");
+  for (const char* f : {"heads.json", "attention.npy", "report.html"}) fs::remove(good / f);
+  std::vector<std::string> report = {"sweep",        kConfig.string(),
+                                     "--over",       "optim.lr=5e-3,1e30",
+                                     "--out",        sweep.string(),
+                                     "--set",        "train.steps=10",
+                                     "--set",        "schedule.name=\"constant\"",
+                                     "--report-only"};
+  const RunResult r = run_cli(report);
+  CHECK_MESSAGE(r.exit_code == 1, r.describe());
+  REQUIRE_FALSE(r.err_lines().empty());
+  CHECK(r.err_lines().back().find("2 of 2 runs are not complete") != std::string::npos);
+  CHECK(r.err_lines().back().find("--resume") != std::string::npos);
+  std::vector<std::string> resume = args;
+  resume.push_back("--resume");
+  const RunResult again = run_cli(resume);  // completes the good run, retries the bad one
+  CHECK_MESSAGE(again.exit_code == 3, again.describe());
+  CHECK(present(good / "heads.json"));
+  CHECK(nlohmann::json::parse(read_bytes(good / "heads.json"))["specialization"] ==
+        nlohmann::json::parse(heads)["specialization"]);
+  CHECK(again.err.find("optim.lr=1e30 seed=1 failed: headlab train exited with code 3") !=
+        std::string::npos);
+  resume.push_back("--skip-failed");
+  const RunResult skipped = run_cli(resume);
+  CHECK_MESSAGE(skipped.exit_code == 1, skipped.describe());
+  REQUIRE_FALSE(skipped.err_lines().empty());
+  CHECK(skipped.err_lines().back().find("1 of 2 runs are not complete") != std::string::npos);
+  CHECK(skipped.err.find("optim.lr=1e30 seed=1 failed: its last session failed") !=
+        std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(read_bytes(sweep / "sweep.json"));
+  CHECK(j["runs"][0]["ok"] == true);
+  CHECK(j["runs"][1]["ok"] == false);
+  CHECK(j["runs"][1]["error"].get<std::string>().find("--skip-failed") != std::string::npos);
 }

@@ -279,8 +279,26 @@ TEST_CASE("train: crash NaN loss stops with exit 3 and keeps the last good check
     const fs::path run = tmp / "resumed";
     std::vector<std::string> first_args = explode;
     first_args.insert(first_args.end(), {"--set", "train.steps=1"});
+    // The step's weights are finite, its evaluation is not: exit 3 with its checkpoint kept.
     const RunResult first = train(run, false, first_args);
-    REQUIRE_MESSAGE(first.exit_code == 0, first.describe());
+    REQUIRE_MESSAGE(first.exit_code == 3, first.describe());
+    CHECK(last_line(first).rfind("headlab: error: train: the evaluation loss is ", 0) == 0);
+    CHECK(last_line(first).find(" at the end of training (step 1) (largest |w| = ") !=
+          std::string::npos);
+    REQUIRE(check_latest_complete(run, -1, "after the exploded step") == 1);
+    // eval and analyze of the exploded checkpoint exit 3 too, one line each, nothing written.
+    for (const char* command : {"eval", "analyze"}) {
+      const RunResult e = run_cli({command, run.string()});
+      INFO(command << ": " << e.describe());
+      CHECK(e.exit_code == 3);
+      CHECK(e.err_lines().size() == 1);
+      CHECK(last_line(e).rfind(fmt::format("headlab: error: {}: the evaluation loss is ", command),
+                               0) == 0);
+      CHECK((last_line(e).find(" is NaN at ") != std::string::npos ||
+             last_line(e).find(" is Inf at ") != std::string::npos));
+      CHECK(last_line(e).find("largest |w| = ") != std::string::npos);
+      CHECK_FALSE(fs::exists(run / "heads.json"));
+    }
     const Snapshot before = checkpoints_of(run);
     std::vector<std::string> args = explode;
     args.insert(args.end(), {"--set", "train.steps=20"});

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "layers/encoder.h"
 #include "train/cli/commands.h"
 #include "train/cli/options.h"
 #include "train/config/config.h"
@@ -59,6 +60,7 @@ int run_eval(const EvalArgs& a) {
   RunModel model(config);
   model.restore(c, ConfigUse::evaluate, rc.run_dir);
   const EvalMetrics e = evaluate(model, c.step);
+  check_finite(e, model.encoder(), fmt::format("checkpoint '{}' (step {})", used.string(), c.step));
   const TrainConfig& t = model.config().train;
   if (a.json) {
     print_json(e, t, used);

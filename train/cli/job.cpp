@@ -1,9 +1,11 @@
 #include "train/cli/job.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "core/kernels/fast.h"
 #include "core/threads.h"
 #include "core/version.h"
 #include "layers/registry.h"
@@ -27,6 +29,22 @@ std::string joined(const std::vector<std::string>& names) {
   return s;
 }
 
+// The environment variables that steer which kernels run, or how many threads, and so can change
+// a result's bits: OpenBLAS's and oneDNN's dispatch (and oneDNN's fp math), OpenMP's thread count
+// and teams. (Binding and spinning only change the speed.)
+constexpr const char* kNumericEnvironment[] = {"OPENBLAS_CORETYPE",
+                                               "OPENBLAS_NUM_THREADS",
+                                               "ONEDNN_MAX_CPU_ISA",
+                                               "DNNL_MAX_CPU_ISA",
+                                               "ONEDNN_CPU_ISA_HINTS",
+                                               "DNNL_CPU_ISA_HINTS",
+                                               "ONEDNN_DEFAULT_FPMATH_MODE",
+                                               "DNNL_DEFAULT_FPMATH_MODE",
+                                               "OMP_NUM_THREADS",
+                                               "OMP_DYNAMIC",
+                                               "OMP_THREAD_LIMIT",
+                                               "OMP_SCHEDULE"};
+
 }  // namespace
 
 Comm& world() {
@@ -49,11 +67,26 @@ std::string build_fingerprint() {
       joined(registered_layers()), joined(registered_tasks()), onednn_info().isa);
 }
 
+std::string numeric_settings(int threads) {
+  const BlasInfo blas = blas_info();
+  std::string s = fmt::format(
+      "openblas core: {} ({})\nonednn isa: {}\nheadlab kernels: {}\nthreads: {}\n", blas.core_name,
+      blas.parallel, onednn_info().isa, fast::avx512_enabled() ? "AVX-512" : "portable",
+      threads > 0 ? threads : hardware_threads());
+  for (const char* name : kNumericEnvironment) {
+    const char* value = std::getenv(name);
+    s += fmt::format("{}={}\n", name, value ? value : "(unset)");
+  }
+  return s;
+}
+
 void check_ranks_agree(const Config& config) {
   Comm& comm = world();
   comm.set_timeout(config.runtime.dist_timeout);
   const std::string text = to_toml(config);
   check_same_on_every_rank(comm, "the headlab build", build_fingerprint());
+  check_same_on_every_rank(comm, "the settings that can change results",
+                           numeric_settings(static_cast<int>(config.runtime.threads)));
   // The resolved values, without the comment lines (the overrides that led to them).
   std::string values;
   for (size_t at = 0, end = 0; at < text.size(); at = end + 1) {

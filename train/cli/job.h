@@ -25,8 +25,14 @@ inline bool speaks_for_job() {
 // and tasks and the CPU's kernels: what must be the same on every rank for their numbers to be.
 std::string build_fingerprint();
 
-// Start-up check of a distributed command: the same resolved config (`config_text`) and the
-// same build on every rank; else every rank throws CollectiveError naming the first rank that
+// What besides the config and the build can change a rank's numbers, one "name: value" a line:
+// the kernels dispatched on this CPU (OpenBLAS's core, oneDNN's ISA, headlab's own AVX-512
+// path), the thread count `threads` resolves to (0: every core), and the environment variables
+// that steer them (OPENBLAS_CORETYPE, ONEDNN_MAX_CPU_ISA, OMP_NUM_THREADS, ...).
+std::string numeric_settings(int threads);
+
+// Start-up check of a distributed command: the same resolved config (`config_text`), the same
+// build and the same numeric_settings on every rank; else every rank throws CollectiveError naming the first rank that
 // differs and how. Sets the world's timeout from runtime.dist_timeout. Nothing alone.
 void check_ranks_agree(const Config& config);
 

@@ -199,6 +199,16 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     return report(e.what(), cli::kUsage);
   }
+  // Every rank of a job runs the same command: a rank started as `headlab info` beside a
+  // `headlab train` is named at once, before rank 0 waits for a collective it never joins.
+  if (cli::world().size() > 1) try {
+      check_same_on_every_rank(cli::world(), "the command it runs",
+                               command_name.empty() ? "headlab" : "headlab " + command_name);
+    } catch (const Error& e) {
+      const int code = report(e.what(), cli::kUsage);
+      close_world();
+      return code;
+    }
   const int failed = run(app, argc, argv);
   const int code = check_outputs(failed >= 0 ? failed : exit_code);
   close_world();

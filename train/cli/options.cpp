@@ -96,6 +96,34 @@ const std::vector<std::string>& command_line() {
   return stored_command_line();
 }
 
+namespace {
+
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+// A word with control characters as bash's $'...': \n, \t, \xNN, so that the printed command
+// stays on one line, shows what the word holds and, pasted, gives back the same bytes.
+std::string ansi_c_quoted(const std::string& a) {
+  std::string word = "$'";
+  for (char c : a) {
+    if (c == '\\' || c == '\'')
+      word += std::string("\\") + c;
+    else if (c == '\n')
+      word += "\\n";
+    else if (c == '\t')
+      word += "\\t";
+    else if (is_control(c))
+      word += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else
+      word += c;
+  }
+  return word + "'";
+}
+
+}  // namespace
+
 std::string shell_command(const std::vector<std::string>& args) {
   std::string out;
   for (const std::string& a : args) {
@@ -104,7 +132,8 @@ std::string shell_command(const std::vector<std::string>& args) {
                                          "NOPQRSTUVWXYZ0123456789-_./=,:+@%") == std::string::npos;
     std::string word = "'";
     for (char c : a) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += (out.empty() ? "" : " ") + (plain ? a : word + "'");
+    const bool control = std::any_of(a.begin(), a.end(), is_control);
+    out += (out.empty() ? "" : " ") + (plain ? a : control ? ansi_c_quoted(a) : word + "'");
   }
   return out;
 }

@@ -36,7 +36,8 @@ int stdout_failure();
 // The command line of this process, as given to main().
 void set_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();
-// `args` as one line a shell reads back the same (words with special characters single-quoted).
+// `args` as one line a shell reads back the same: words with special characters single-quoted,
+// words with control characters (a newline in --out) as bash's $'...' with \n, \t, \xNN.
 std::string shell_command(const std::vector<std::string>& args);
 // The command that continues what this process was doing in `out`: its own command line without
 // the words in `drop`, with --resume and --out OUT added where missing (the hint an interrupted

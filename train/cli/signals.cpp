@@ -23,7 +23,9 @@ void install_stop_handlers() {
   struct sigaction action {};
   action.sa_handler = on_stop;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESETHAND;  // a second one of the same signal: the default action
+  // No SA_RESETHAND: a second signal (two Ctrl-C within milliseconds, or the kernel's SIGTERM
+  // after a sweep's) must not end the process between its checkpoint's writes.
+  action.sa_flags = 0;
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaction(s, &action, nullptr);
 }
 

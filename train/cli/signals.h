@@ -5,8 +5,10 @@
 // rank, where Ctrl-C on mpirun ends the job at once): `headlab train` finishes the current step,
 // writes a checkpoint, prints one line and exits with 128 + the signal; `headlab sweep` passes
 // SIGTERM to its runs, waits for their checkpoints, writes sweep.json and exits the same way.
-// The same signal a second time ends the process at once (the default action comes back). Other
-// commands end at once: they write files atomically, so nothing is half-written.
+// Further stop signals change nothing: the first one's checkpoint and line still come (two
+// Ctrl-C a few milliseconds apart used to end the process between its writes). To end at
+// once, SIGKILL or SIGQUIT (Ctrl-\): the run resumes from its last checkpoint. Other commands
+// end at once: they write files atomically, so nothing is half-written.
 //
 // SIGPIPE and SIGXFSZ are ignored everywhere, so a closed pipe or a file-size limit makes the
 // write fail (EPIPE, EFBIG) and the writer reports it, instead of killing the process between

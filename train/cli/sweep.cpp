@@ -1,12 +1,14 @@
 // `headlab sweep CONFIG --over KEY=V1,V2,.. [--seeds N] [--set k=v].. [--plugin P].. [--out DIR]
-// [--jobs N] [--resume | --report-only]`: a grid of training runs. Every run is this binary
+// [--jobs N] [--resume [--skip-failed] | --report-only]`: a grid of training runs. Every run is this binary
 // re-invoked as `headlab train CONFIG --set .. --plugin .. --out DIR/<run> --quiet` (it writes its
 // own train.log; every plugin the sweep loaded is passed on by its absolute path), so runs
 // are isolated processes and --jobs N runs N at once; they never outlive the sweep
 // (train/cli/children.h). Every run's config is validated before the first starts. The sweep
 // claims DIR (train/run/run_dir.h), logs to DIR/sweep.log and writes DIR/sweep.json, sweep.csv
-// and report.html, also when it is interrupted; --resume continues it (finished runs are kept,
-// interrupted ones resumed) and extends it with new values or seeds.
+// and report.html, also when it is interrupted; --resume continues it (complete runs are kept;
+// every other run is resumed, one stopped before its analysis writes it; failed runs are
+// trained again unless --skip-failed) and extends it with new values or seeds. The sweep
+// exits 0 only when every run is complete (train/sweep/plan.h, RunState).
 //
 // Under `mpirun -np N`, run i is trained by rank i mod N (each rank --jobs at a time), as it
 // would be alone: its `headlab train` child gets the environment without the MPI launcher's
@@ -54,6 +56,7 @@ struct SweepArgs {
   bool no_progress = false;
   bool report_only = false;
   bool resume = false;
+  bool skip_failed = false;
 };
 
 std::string self_path() {
@@ -140,8 +143,12 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
     while (next < runs.size() && static_cast<int64_t>(children.running()) < a.jobs &&
            stop_signal() == 0) {
       const size_t i = next++;
-      if (runs[i].state == RunState::done) {
+      if (runs[i].state == RunState::done || runs[i].state == RunState::failed) {
         outcomes[i] = collect_run(runs[i]);
+        if (runs[i].state == RunState::failed) {
+          outcomes[i].ok = false;
+          outcomes[i].error = "its last session failed; left as it is (--skip-failed)";
+        }
         note_outcome(outcomes[i], ++done, runs.size(), 0);
         continue;
       }
@@ -169,6 +176,7 @@ SweepSpec make_spec(const SweepArgs& a) {
   spec.seeds = a.seeds;
   spec.sets = a.sets;
   spec.load_plugin = load_config_plugin;
+  spec.skip_failed = a.skip_failed;
   spec.out_dir = a.out.empty() ? fs::path("runs") / ("sweep-" + fs::path(a.config).stem().string())
                                : fs::path(a.out);
   return spec;
@@ -223,7 +231,9 @@ std::vector<SweepOutcome> train_distributed(const SweepSpec& spec,
   return outcomes;
 }
 
-// What the sweep prints at the end (rank 0); returns its exit code.
+// What the sweep prints at the end (rank 0); returns its exit code: 0 only when every run is
+// complete (trained and analyzed), else the worst code of its runs, 1 for a run that is
+// incomplete without one (a missing or unreadable heads.json, --skip-failed).
 int finish_sweep(const SweepSpec& spec, const SweepArgs& a,
                  const std::vector<SweepOutcome>& outcomes, int worst) {
   fmt::print("{}", sweep_to_csv(spec, outcomes));
@@ -240,16 +250,35 @@ int finish_sweep(const SweepSpec& spec, const SweepArgs& a,
         signal_name(signal), ok, outcomes.size(), resume_command(spec.out_dir)));
     return 128 + signal;
   }
+  size_t incomplete = 0;
+  const SweepOutcome* first = nullptr;
+  for (const SweepOutcome& o : outcomes) {
+    if (o.ok) continue;
+    if (incomplete++ == 0) first = &o;
+    if (worst == kOk) worst = kFailure;
+  }
+  if (first)
+    Output::get().final_line(fmt::format(
+        "headlab: sweep: {} of {} runs are not complete (first: {}: {}); {}", incomplete,
+        outcomes.size(), first->run.dir.string(), first->error,
+        a.skip_failed ? "--skip-failed left the failed ones"
+                      : "continue with: " + resume_command(spec.out_dir, {"--report-only"})));
   return worst;
 }
 
 int run_sweep(const SweepArgs& a) {
   install_stop_handlers();
   Comm& comm = world();
+  check_same_on_every_rank(
+      comm, "the sweep command's choices",
+      fmt::format("--out {} --resume {} --skip-failed {} --report-only {} --jobs {}\n",
+                  shell_command({a.out}), a.resume, a.skip_failed, a.report_only, a.jobs));
   SweepSpec spec;
   on_every_rank(comm, [&] {
     if (a.resume && a.report_only)
       fail("--resume and --report-only exclude each other: --report-only trains nothing");
+    if (a.skip_failed && !a.resume)
+      fail("--skip-failed is a choice of --resume: add --resume, or leave --skip-failed out");
     load_plugin_flags(a.plugins);  // before the plan: the runs' configs may name their layers
     spec = make_spec(a);
   });
@@ -307,12 +336,18 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   add_int_option(*cmd, "--jobs", a.jobs, 1, 256, "Runs trained at the same time");
   cmd->add_flag("--no-progress", a.no_progress, "Only one line per finished run");
   cmd->add_flag("--resume", a.resume,
-                "Continue the sweep in --out: keep finished runs, resume interrupted ones, start "
-                "the rest (also new values or seeds)");
+                "Continue the sweep in --out: keep complete runs (trained and analyzed), resume "
+                "incomplete ones (their analysis included), train failed ones again, start the "
+                "rest (also new values or seeds)");
+  cmd->add_flag("--skip-failed", a.skip_failed,
+                "With --resume: leave the runs whose last session failed as they are (the sweep "
+                "then exits non-zero) instead of training them again");
   cmd->add_flag("--report-only", a.report_only,
                 "Train nothing: collect the runs already in the sweep directory and rewrite "
                 "sweep.json, sweep.csv and report.html");
-  cmd->footer(exit_codes_text());
+  cmd->footer(exit_codes_text() +
+              " A sweep exits 0 only when every run is complete, trained and analyzed; else "
+              "with the worst code of its runs (1 for a run left incomplete).");
   cmd->callback([&exit_code] { exit_code = run_sweep(a); });
 }
 

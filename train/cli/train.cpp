@@ -178,6 +178,12 @@ void load_plugins_of_run(Comm& comm, const fs::path& out) {
 std::unique_ptr<Trainer> prepare(const TrainArgs& a, RunDirPlan& plan) {
   Comm& comm = world();
   const fs::path out = out_dir(a);
+  // The choices the config does not hold: a rank started with --resume beside ranks without it
+  // would read another checkpoint (the config itself is compared below).
+  check_same_on_every_rank(
+      comm, "the train command's choices",
+      fmt::format("--out {} --resume {} --overwrite {} --dry-run {} --no-analysis {}\n",
+                  shell_command({out.string()}), a.resume, a.overwrite, a.dry_run, a.no_analysis));
   on_every_rank(comm, [&] {
     if (a.resume && a.overwrite)
       fail(
@@ -229,17 +235,25 @@ int run_train(const TrainArgs& a) {
     newer = !latest || latest->filename() != checkpoint_dir_name(trainer->step());
   });
   if (any_rank(comm, newer)) trainer->resume(ConfigUse::resume);
-  if (speaks_for_job()) open_run_files(a, *trainer, out);
+  if (speaks_for_job()) {
+    open_run_files(a, *trainer, out);
+    // Left alone by the saves' cleanup, and said once (--overwrite refuses such a run).
+    if (const std::string foreign = foreign_checkpoint_entry(out); !foreign.empty())
+      Output::get().note(fmt::format("note: '{}' was not written by headlab; it is left as it is",
+                                     (out / foreign).string()));
+  }
   use_output_logger();
   TrainResult result;
-  try {
+  try {  // training and (rank 0) the analysis: a failure of either is the session's outcome
     if (speaks_for_job()) {
-      ProgressReporter progress(stderr_is_tty() && !a.no_progress && !a.quiet);
-      result = trainer->run(&progress);
-    } else {
-      QuietRank quiet;
-      result = trainer->run(&quiet);
+      {
+        ProgressReporter progress(stderr_is_tty() && !a.no_progress && !a.quiet);
+        result = trainer->run(&progress);
+      }  // the bar line ends before the summary
+      return finish(a, *trainer, result, out);
     }
+    QuietRank quiet;
+    result = trainer->run(&quiet);
   } catch (const std::exception& e) {
     if (speaks_for_job()) try {
         record_session_end(out, std::string("failed: ") + e.what(), trainer->step());
@@ -247,7 +261,6 @@ int run_train(const TrainArgs& a) {
       }
     throw;
   }
-  if (speaks_for_job()) return finish(a, *trainer, result, out);
   // The other ranks stopped after the same step as rank 0, which says why.
   int signal = stop_signal();
   broadcast_values(comm, 0, std::span<int>(&signal, 1));

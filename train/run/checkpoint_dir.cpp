@@ -76,24 +76,57 @@ std::optional<std::string> read_link(const fs::path& link) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-bool is_complete_checkpoint(const fs::path& dir) {
-  if (parse_checkpoint_name(dir.filename().string()) < 0 || !is_dir_not_link(dir)) return false;
+namespace {
+
+bool is_checkpoint_file(const std::string& name) {
+  return std::find_if(std::begin(kFiles), std::end(kFiles),
+                      [&](const char* f) { return name == f; }) != std::end(kFiles);
+}
+
+// A directory (not a link) holding nothing but regular files with a checkpoint's file names:
+// what a save writes into its temporary directory, and what a checkpoint moved away holds.
+// Anything else in it (a user's file, a subdirectory, a link) proves it is not headlab's.
+bool holds_only_checkpoint_files(const fs::path& dir) {
+  if (!is_dir_not_link(dir)) return false;
   std::vector<std::string> names;
   try {
     names = list_dir(dir);
   } catch (const Error&) {
     return false;
   }
-  if (names.size() != std::size(kFiles)) return false;
-  for (const char* file : kFiles)
-    if (std::find(names.begin(), names.end(), file) == names.end()) return false;
+  for (const std::string& name : names) {
+    struct stat st {};
+    if (!is_checkpoint_file(name) || ::lstat((dir / name).c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode))
+      return false;
+  }
+  return true;
+}
+
+// Removes a leftover by the names a save writes, then the directory itself: never recursively,
+// so a file that appeared in it meanwhile stays (and so does the directory).
+void remove_leftover_dir(const fs::path& dir) {
+  for (const char* f : kFiles)
+    if (::unlink((dir / f).c_str()) != 0 && errno != ENOENT)
+      fail("cannot remove '{}': {}", (dir / f).string(), std::strerror(errno));
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST)
+    fail("cannot remove '{}': {}", dir.string(), std::strerror(errno));
+}
+
+}  // namespace
+
+bool is_complete_checkpoint(const fs::path& dir) {
+  if (parse_checkpoint_name(dir.filename().string()) < 0 || !holds_only_checkpoint_files(dir))
+    return false;
+  for (const char* file : kFiles)  // every one of them
+    if (::access((dir / file).c_str(), F_OK) != 0) return false;
   return true;
 }
 
 bool is_own_leftover(const fs::path& root, const std::string& name) {
   if (name == "latest.tmp") return read_link(root / name).has_value();
   const long tmp = leftover_pid(name, ".tmp-", true), trash = leftover_pid(name, ".trash-", false);
-  return (tmp >= 0 || trash >= 0) && is_dir_not_link(root / name);
+  return (tmp >= 0 || trash >= 0) && holds_only_checkpoint_files(root / name);
 }
 
 void remove_leftovers(const fs::path& root, const std::optional<std::string>& latest) {
@@ -102,7 +135,12 @@ void remove_leftovers(const fs::path& root, const std::optional<std::string>& la
     const long pid =
         std::max(leftover_pid(name, ".tmp-", true), leftover_pid(name, ".trash-", false));
     if (pid >= 0 && alive_other(pid)) continue;
-    remove_tree(root / name);
+    if (name == "latest.tmp") {
+      if (::unlink((root / name).c_str()) != 0 && errno != ENOENT)
+        fail("cannot remove '{}': {}", (root / name).string(), std::strerror(errno));
+    } else {
+      remove_leftover_dir(root / name);
+    }
   }
 }
 
@@ -133,7 +171,7 @@ void apply_retention(const fs::path& root, int64_t step, int64_t keep, const std
   auto remove = [&](const std::string& name) {
     // A reader holding it keeps it until a later save; otherwise move it away, then delete.
     const std::string trash = fmt::format(".trash-{}-{}", name, ::getpid());
-    if (move_checkpoint_away(root, name, trash, false)) remove_tree(root / trash);
+    if (move_checkpoint_away(root, name, trash, false)) remove_leftover_dir(root / trash);
   };
   for (const std::string& name : list_dir(root)) {
     const int64_t s = parse_checkpoint_name(name);

@@ -21,13 +21,15 @@ std::vector<std::string> list_dir(const fs::path& dir);
 // The target of the symbolic link `link`, or nullopt if it does not exist or is no link.
 std::optional<std::string> read_link(const fs::path& link);
 
-// A directory (not a link) named step-<digits> that holds exactly kFiles.
+// A directory (not a link) named step-<digits> that holds exactly kFiles, as regular files.
 bool is_complete_checkpoint(const fs::path& dir);
-// ".tmp-step-N-<pid>[b]" and ".trash-step-N-<pid>" (directories), "latest.tmp" (a link): the
-// names a save of headlab leaves when it is killed.
+// ".tmp-step-N-<pid>[b]" and ".trash-step-N-<pid>" directories holding nothing but regular files
+// named as kFiles, and "latest.tmp" (a link): what a save of headlab leaves when it is killed. A
+// directory of that name holding anything else is not headlab's (a user's), and is left alone.
 bool is_own_leftover(const fs::path& root, const std::string& name);
 
-// Removes the leftovers of saves of processes that are gone, never `latest`'s target.
+// Removes the leftovers of saves of processes that are gone, never `latest`'s target: by the
+// file names a save writes, then the empty directory (never recursively).
 void remove_leftovers(const fs::path& root, const std::optional<std::string>& latest);
 // Retention after saving `step` (see checkpoint.h); `latest` is never removed.
 void apply_retention(const fs::path& root, int64_t step, int64_t keep, const std::string& latest);

@@ -1,7 +1,10 @@
 #include "train/run/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "autograd/grad_mode.h"
 #include "layers/encoder.h"
@@ -9,6 +12,7 @@
 #include "train/distributed/comm.h"
 #include "train/eval/evaluation.h"
 #include "train/run/model.h"
+#include "train/run/step.h"
 
 namespace headlab {
 namespace {
@@ -95,6 +99,35 @@ EvalMetrics evaluate(RunModel& model, int64_t step, Comm* comm, HeadMetricsAccum
   e.relations = task.relations();
   e.relation_accuracy = total.relation_accuracy();
   return e;
+}
+
+void check_finite(const EvalMetrics& e, const Module& model, const std::string& what,
+                  const std::string& hint) {
+  const char* bad = nullptr;
+  double value = 0;
+  const auto check = [&](const char* name, double v) {
+    if (!bad && !std::isfinite(v)) bad = name, value = v;
+  };
+  check("loss", e.loss);
+  check("accuracy", e.accuracy);
+  for (double a : e.relation_accuracy) check("component accuracy", a);
+  if (!bad) return;
+  // The largest weight says whether the checkpoint exploded or the evaluation overflowed.
+  double largest = 0;
+  std::string where = "no parameter";
+  for (const NamedParameter& p : model.named_parameters()) {
+    const Tensor& w = p.var.value();
+    const float* x = w.data();
+    for (int64_t i = 0; i < w.numel(); ++i)
+      if (!(std::fabs(x[i]) <= largest)) {  // NaN too
+        largest = std::fabs(x[i]);
+        where = p.name;
+      }
+  }
+  const char* text = std::isnan(value) ? "NaN" : value > 0 ? "Inf" : "-Inf";
+  throw NonFiniteError(e.step, fmt::format("the evaluation {} is {} at {} (largest |w| = {:.3g}, "
+                                           "in {}): {}",
+                                           bad, text, what, largest, where, hint));
 }
 
 }  // namespace headlab

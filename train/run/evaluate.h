@@ -10,6 +10,7 @@
 // count gets the same numbers.
 
 #include <cstdint>
+#include <string>
 
 #include "train/run/metrics.h"
 
@@ -17,6 +18,7 @@ namespace headlab {
 
 class Comm;
 class HeadMetricsAccumulator;
+class Module;
 class RunModel;
 
 // At the model's current parameters, on every rank of `comm` together (null: this process
@@ -26,5 +28,12 @@ class RunModel;
 // Leaves the model in train mode.
 EvalMetrics evaluate(RunModel& model, int64_t step, Comm* comm = nullptr,
                      HeadMetricsAccumulator* heads = nullptr);
+
+// Throws NonFiniteError (train/run/step.h; the CLI exits 3, as for training) when the loss or an
+// accuracy of `e` is NaN or Inf: a finite but exploded checkpoint (|w| ~ 1e26) gives loss inf.
+// The message names `what` (the checkpoint and its step) and the largest |w| of the model, and
+// ends with `hint` (what to do).
+void check_finite(const EvalMetrics& e, const Module& model, const std::string& what,
+                  const std::string& hint = "evaluate an earlier checkpoint with --checkpoint");
 
 }  // namespace headlab

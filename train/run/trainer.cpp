@@ -205,6 +205,10 @@ TrainResult Trainer::run(TrainObserver* observer) {
     result.final_eval.elapsed_seconds = session.elapsed();
   }
   timeline_.reset();
+  // An exploded model (finite weights near 1e30 after one step at a huge lr) ends like a NaN
+  // loss: exit 3, no summary; the last step's checkpoint is kept, its parameters are finite.
+  check_finite(result.final_eval, model(), fmt::format("the end of training (step {})", step_),
+               checkpoint_kept(last_checkpoint_) + " (try a lower optim.lr)");
   result.steps = step_;
   result.train_seconds = session.train_seconds;
   result.wall_seconds = session.elapsed();

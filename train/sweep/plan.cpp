@@ -16,6 +16,7 @@
 #include "train/io/json.h"
 #include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
+#include "train/run/run_json.h"
 
 namespace headlab {
 namespace {
@@ -130,8 +131,22 @@ void name_runs(const SweepSpec& spec, std::vector<SweepRun>& runs) {
   }
 }
 
+// The files of a run's analysis (train/run/analyze_run.h): all of them, or it is not done.
+bool analysis_written(const fs::path& dir) {
+  for (const char* name : {"heads.json", "attention.npy", "report.html"})
+    if (!fs::is_regular_file(fs::symlink_status(dir / name))) return false;
+  return true;
+}
+
+// Whether run.json says the run's last session failed ("outcome": "failed: ...").
+bool last_session_failed(const fs::path& dir) {
+  const nlohmann::json run = read_run_json(dir);
+  const auto it = run.find("outcome");
+  return it != run.end() && it->is_string() && it->get<std::string>().rfind("failed", 0) == 0;
+}
+
 // What --resume does with run `r`, whose planned config is `planned`.
-RunState resume_state(const SweepRun& r, const Config& planned) {
+RunState resume_state(const SweepSpec& spec, const SweepRun& r, const Config& planned) {
   if (!fs::exists(fs::symlink_status(r.dir))) return RunState::fresh;
   check_run_dir(r.dir, RunDirUse::write);  // headlab's run, or a clear error
   const fs::path config_file = r.dir / "config.resolved.toml";
@@ -144,7 +159,10 @@ RunState resume_state(const SweepRun& r, const Config& planned) {
         "restore the values, or sweep into another --out",
         r.dir.string(), join(diffs, "; "));
   const std::optional<nlohmann::json> summary = read_json_file_if_present(r.dir / "summary.json");
-  if (summary && summary->value("steps", int64_t{-1}) == planned.train.steps) return RunState::done;
+  if (summary && summary->value("steps", int64_t{-1}) == planned.train.steps &&
+      analysis_written(r.dir))
+    return RunState::done;
+  if (spec.skip_failed && last_session_failed(r.dir)) return RunState::failed;
   return latest_checkpoint(r.dir) ? RunState::resume : RunState::overwrite;
 }
 
@@ -218,7 +236,7 @@ std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan) {
       fail("{} and {} are the same run (a value given twice?): remove one of them",
            values_text(runs[it->second]), values_text(run));
     if (plan == SweepPlan::fresh) check_run_dir(run.dir, RunDirUse::create);
-    if (plan == SweepPlan::resume) run.state = resume_state(run, c);
+    if (plan == SweepPlan::resume) run.state = resume_state(spec, run, c);
   }
   return runs;
 }

@@ -56,14 +56,21 @@ struct SweepSpec {
   // Loads the plugins the config names (runtime.plugins) while the runs' configs are checked;
   // empty: their layers and tasks must be registered already (config.h, PluginLoader).
   PluginLoader load_plugin;
+  // SweepPlan::resume: leave the runs whose last session failed as they are (RunState::failed)
+  // instead of training them again.
+  bool skip_failed = false;
 };
 
 // What a sweep does with a run (SweepPlan::resume decides it from the run's directory).
+// A run is done only when it trained every step and its analysis is whole (heads.json,
+// attention.npy, report.html); one stopped between its last step and its analysis is resumed,
+// and `headlab train --resume` of a run at its last step writes the analysis.
 enum class RunState {
   fresh,      // no directory yet: `headlab train`
-  done,       // finished with this config: collected, not trained again
+  done,       // finished with this config, analysis included: collected, not trained again
   resume,     // has a checkpoint: `headlab train --resume`
   overwrite,  // a run of headlab without a checkpoint (stopped before its first): --overwrite
+  failed,     // its last session failed and SweepSpec::skip_failed: collected as failed
 };
 
 struct SweepRun {

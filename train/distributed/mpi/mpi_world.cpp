@@ -99,7 +99,9 @@ class MpiComm final : public Comm {
   // that are in step takes about that; Open MPI moves a large message only inside MPI calls, so
   // a rank that slept between tests would slow every transfer down), then yielding the core
   // between tests, as Open MPI's blocking calls do when ranks share cores, while it waits for
-  // a rank that is behind. Throws after timeout_ seconds of waiting. A pause of this process
+  // a rank that is behind; past kYieldSeconds it sleeps a millisecond between tests (a yield
+  // with nothing else to run keeps the core busy: a rank waiting out a peer that hung, or one
+  // that runs another command, spun at 70-90% of a core). Throws after timeout_ seconds. A pause of this process
   // itself (more than a second between two looks at the clock: it was stopped, SIGSTOP, or not
   // scheduled) is not waiting: a rank that was stopped and continued (mpirun continues it to
   // end the job after another rank gave up on it) must not blame the others for its own pause.
@@ -112,7 +114,12 @@ class MpiComm final : public Comm {
       check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "test", -1);
       if (done) return;
       const bool patient = waited > 1e-3;  // past the first millisecond: yield between tests
-      if (patient) sched_yield();
+      if (waited > kYieldSeconds) {
+        const timespec pause{0, 1'000'000};  // far behind: 1 ms naps, the core stays free
+        nanosleep(&pause, nullptr);
+      } else if (patient) {
+        sched_yield();
+      }
       if (!patient && tests % 256 != 0) continue;  // a look at the clock per yield, else per 256
       const Clock::time_point now = Clock::now();
       const double step = std::chrono::duration<double>(now - last).count();
@@ -124,6 +131,9 @@ class MpiComm final : public Comm {
     }
   }
 
+  // How long a wait yields before it sleeps: longer than the steps of the models headlab
+  // trains take to drift apart, so ranks in step never sleep.
+  static constexpr double kYieldSeconds = 0.05;
   int rank_ = 0, size_ = 1;
   double timeout_ = kDefaultPeerTimeout;
 };
