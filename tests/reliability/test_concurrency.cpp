@@ -303,12 +303,15 @@ TEST_CASE("train: signals a second and third Ctrl-C still leave a consistent run
     }
     const RunResult r = live.process.wait();
     INFO("trial " << trial << ": " << r.describe());
-    CHECK(r.exit_code == 130);
+    // Signals sent microseconds apart may be handled on two threads at once, so either may be
+    // the one that counts; the exit code, the line and run.json must all name that one.
+    REQUIRE((r.exit_code == 130 || (trial >= 2 && r.exit_code == 143)));
+    const std::string name = r.exit_code == 130 ? "SIGINT" : "SIGTERM";
     REQUIRE_FALSE(r.err_lines().empty());
-    CHECK(r.err_lines().back().find("headlab: interrupted by SIGINT") == 0);
+    CHECK(r.err_lines().back().find("headlab: interrupted by " + name) == 0);
     CHECK(r.err_lines().back().find("checkpoint saved; continue with:") != std::string::npos);
     const nlohmann::json j = nlohmann::json::parse(read_bytes(run / "run.json"));
-    CHECK(j["outcome"] == "interrupted by SIGINT");
+    CHECK(j["outcome"] == "interrupted by " + name);
     const RunResult e = run_cli({"eval", run.string(), "--json"});
     CHECK_MESSAGE(e.exit_code == 0, e.describe());
   }

@@ -1,15 +1,21 @@
 #include "train/cli/signals.h"
 
+#include <atomic>
 #include <csignal>
 #include <initializer_list>
 
 namespace headlab::cli {
 namespace {
 
-volatile std::sig_atomic_t received = 0;
+// Atomic, not a volatile sig_atomic_t: a process-directed signal goes to any thread that does
+// not block it, so two signals can be handled at once on two threads (an OpenMP worker and the
+// main thread), and the first must stay the one that counts. Lock-free, so signal-safe.
+std::atomic<int> received{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 void on_stop(int signal) {
-  if (received == 0) received = signal;
+  int none = 0;
+  received.compare_exchange_strong(none, signal);
 }
 
 }  // namespace
@@ -30,7 +36,7 @@ void install_stop_handlers() {
 }
 
 int stop_signal() {
-  return received;
+  return received.load();
 }
 
 const char* signal_name(int signal) {
