@@ -366,6 +366,21 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
 
 }  // namespace
 
+std::string tensors_of(const fs::path& safetensors_file) {
+  const SafetensorsFile f = read_safetensors(safetensors_file);
+  std::string out;
+  for (const auto& [key, value] : f.metadata)
+    if (key != "run_id") out += key + '\0' + value + '\n';
+  for (const NamedTensor& t : f.tensors) {
+    out += t.name + '\0';
+    for (const int64_t d : t.tensor.shape()) out += std::to_string(d) + ',';
+    out.append(reinterpret_cast<const char*>(t.tensor.data()),
+               static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+    out += '\n';
+  }
+  return out;
+}
+
 void apply_operation(const fs::path& run, const fs::path& hostile, const std::string& operation) {
   apply_one(run, hostile, operation);
   std::istringstream in(operation);

@@ -58,8 +58,8 @@ std::vector<std::string> shim_env(const std::string& kill_at, const fs::path& co
   return env;
 }
 
-// What a finished run leaves: the final checkpoint's tensor files byte for byte, its RNG state,
-// and the metrics without timing fields.
+// What a finished run leaves: the final checkpoint's tensors and metadata bit for bit (all but
+// the run id, which differs between runs), its RNG state, and the metrics without timing fields.
 struct Outcome {
   std::string model, optimizer, rng, metrics;
   int64_t step = -1;
@@ -68,8 +68,8 @@ struct Outcome {
 Outcome outcome(const fs::path& run) {
   Outcome o;
   const fs::path dir = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
-  o.model = read_bytes(dir / "model.safetensors");
-  o.optimizer = read_bytes(dir / "optimizer.safetensors");
+  o.model = tensors_of(dir / "model.safetensors");
+  o.optimizer = tensors_of(dir / "optimizer.safetensors");
   const json state = json::parse(read_bytes(dir / "state.json"));
   o.rng = state.at("rng").dump();
   o.step = state.at("step").get<int64_t>();
