@@ -89,7 +89,7 @@ struct Outcome {
 Outcome outcome(const fs::path& run) {
   const fs::path dir = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
   const json s = json::parse(read_bytes(run / "summary.json"));
-  return {read_bytes(dir / "model.safetensors"), read_bytes(dir / "optimizer.safetensors"),
+  return {tensors_of(dir / "model.safetensors"), tensors_of(dir / "optimizer.safetensors"),
           metrics_without_timing(run / "metrics.jsonl"), read_bytes(run / "timeline.jsonl"),
           s["eval_loss"].dump() + " " + s["eval_accuracy"].dump() + " " + s["final_loss"].dump() +
               " " + s["global_batch"].dump()};

@@ -122,6 +122,27 @@ void sign_config(const fs::path& config) {
   write_bytes(state_path, j.dump(2) + "\n");
 }
 
+// After a rewrite of a checkpoint's tensor file (format 3): its digest in state.json, re-signed,
+// when the file still parses (else the case is about the file itself).
+void sign_tensor_file(const fs::path& file) {
+  const fs::path state_path = file.parent_path() / "state.json";
+  nlohmann::ordered_json j;
+  SafetensorsFile f;
+  try {
+    j = nlohmann::ordered_json::parse(read_bytes(state_path));
+    f = read_safetensors(file);
+  } catch (const std::exception&) {
+    return;
+  }
+  const std::string name = file.filename().string();
+  if (!j.is_object() || !j.contains("files") || !j["files"].is_object() ||
+      !j["files"].contains(name))
+    return;
+  j["files"][name] = headlab::tensor_file_digest(f.tensors, f.metadata);
+  sign_state(j);
+  write_bytes(state_path, j.dump(2) + "\n");
+}
+
 SafetensorsMetadata signed_metadata(const SafetensorsFile& f) {
   SafetensorsMetadata meta;
   for (const auto& [k, v] : f.metadata)
@@ -301,7 +322,13 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
     RawSafetensors raw = split_safetensors(read_bytes(path), operation);
     std::string header_text;
     if (op == "header-raw") {
+      // {run_id}: the run id the checkpoint's state.json names (a format-3 file carries it).
       header_text = unescape(rest);
+      const size_t at = header_text.find("{run_id}");
+      if (at != std::string::npos) {
+        const auto state = nlohmann::json::parse(read_bytes(path.parent_path() / "state.json"));
+        header_text.replace(at, 8, state.at("run_id").get<std::string>());
+      }
     } else {
       std::string pointer;
       args >> pointer;
@@ -339,16 +366,33 @@ void apply_one(const fs::path& run, const fs::path& hostile, const std::string& 
 
 }  // namespace
 
+std::string tensors_of(const fs::path& safetensors_file) {
+  const SafetensorsFile f = read_safetensors(safetensors_file);
+  std::string out;
+  for (const auto& [key, value] : f.metadata)
+    if (key != "run_id") out += key + '\0' + value + '\n';
+  for (const NamedTensor& t : f.tensors) {
+    out += t.name + '\0';
+    for (const int64_t d : t.tensor.shape()) out += std::to_string(d) + ',';
+    out.append(reinterpret_cast<const char*>(t.tensor.data()),
+               static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+    out += '\n';
+  }
+  return out;
+}
+
 void apply_operation(const fs::path& run, const fs::path& hostile, const std::string& operation) {
   apply_one(run, hostile, operation);
   std::istringstream in(operation);
   std::string op, path_word;
   in >> op >> path_word;
   const fs::path path = resolve(run, path_word, operation);
-  if (path.filename() == "config.resolved.toml" &&
-      path.parent_path().parent_path().filename() == "checkpoints" &&
-      fs::is_regular_file(fs::symlink_status(path)))
-    sign_config(path);
+  const bool in_checkpoint = path.parent_path().parent_path().filename() == "checkpoints" &&
+                             fs::is_regular_file(fs::symlink_status(path));
+  if (path.filename() == "config.resolved.toml" && in_checkpoint) sign_config(path);
+  if (path.extension() == ".safetensors" && in_checkpoint &&
+      (op.rfind("tensor-", 0) == 0 || op.rfind("header", 0) == 0 || op == "truncate"))
+    sign_tensor_file(path);
 }
 
 }  // namespace headlab::testing

@@ -24,6 +24,11 @@ void write_bytes(const std::filesystem::path& path, const std::string& bytes);
 // Copies a directory tree, symbolic links as links.
 void copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 
+// What a checkpoint's tensor file holds, for comparing the weights of two runs: its tensors
+// (names, shapes, values) and metadata, without the run id (which differs between runs by design,
+// train/run/checkpoint.h). Bytes equal exactly when the files are equal but for the run id.
+std::string tensors_of(const std::filesystem::path& safetensors_file);
+
 // metrics.jsonl without the fields that measure time (tokens_per_second, elapsed_seconds):
 // one compact JSON object per line.
 std::string metrics_without_timing(const std::filesystem::path& metrics_jsonl);

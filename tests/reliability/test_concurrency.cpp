@@ -1,8 +1,10 @@
 // One writer per run directory, readers that never fail because of it, and signals at random
 // moments: a second writer of a live run is refused naming the pid; two runs started together
 // into one directory leave exactly one of them; eval of a run whose retention removes a
-// checkpoint after every step always succeeds; SIGTERM, SIGINT and SIGHUP stop training with a
-// checkpoint and a command that continues it bit for bit; a sweep's runs die with it.
+// checkpoint after every step always succeeds; eval beside `train --overwrite` of the same run,
+// again and again, reads a checkpoint or says the run is being replaced, never ENOENT; SIGTERM,
+// SIGINT and SIGHUP stop training with a checkpoint and a command that continues it bit for bit;
+// a sweep's runs die with it.
 
 #include <doctest/doctest.h>
 
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -175,6 +178,50 @@ TEST_CASE(
   MESSAGE(evals << " evaluations of a live run, all exit 0");
 }
 
+TEST_CASE(
+    "train: concurrency eval beside train --overwrite reads one run or says it is being "
+    "replaced") {
+  TempDir tmp("concurrency-overwrite");
+  const fs::path run = tmp / "run";
+  const std::vector<std::string> args =
+      train_args(run, {"--set", "train.steps=10", "--set", "train.checkpoint_every=2"});
+  const RunResult first = run_cli(args);
+  REQUIRE_MESSAGE(first.exit_code == 0, first.describe());
+  // Another thread replaces the run again and again; its results are checked here afterwards.
+  std::atomic<bool> stop{false};
+  std::vector<RunResult> overwrites;
+  std::thread writer([&] {
+    std::vector<std::string> again = args;
+    again.push_back("--overwrite");
+    while (!stop) overwrites.push_back(run_cli(again));
+  });
+  const std::string replaced =
+      fmt::format("'{}' is being replaced by `headlab train --overwrite`", run.string());
+  int ok = 0, being_replaced = 0;
+  std::vector<std::string> problems;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  while (std::chrono::steady_clock::now() < end) {
+    const RunResult e = run_cli({"eval", run.string(), "--json"});
+    if (e.exit_code == 0 && e.out.find("\"accuracy\"") != std::string::npos)
+      ++ok;
+    else if (check_rejected(e, replaced) == "")
+      ++being_replaced;
+    else
+      problems.push_back(e.describe());
+  }
+  stop = true;
+  writer.join();
+  for (const std::string& p : problems) CHECK_MESSAGE(false, "eval beside --overwrite: " << p);
+  for (const RunResult& w : overwrites) CHECK_MESSAGE(w.exit_code == 0, w.describe());
+  // Both outcomes happened, so the evaluations did overlap the replacements.
+  CHECK(ok > 0);
+  CHECK(being_replaced > 0);
+  CHECK(overwrites.size() >= 3);
+  const size_t evals = ok + being_replaced + problems.size();
+  MESSAGE(evals << " evaluations beside " << overwrites.size() << " replacements: " << ok
+                << " read a checkpoint, " << being_replaced << " said the run is being replaced");
+}
+
 TEST_CASE("train: concurrency two runs started together into one directory leave exactly one") {
   TempDir tmp("concurrency-race");
   for (int round = 0; round < 3; ++round) {
@@ -281,9 +328,9 @@ TEST_CASE(
       reference / "checkpoints" / fs::read_symlink(reference / "checkpoints" / "latest");
   const fs::path b = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
   CHECK(a.filename() == b.filename());
-  CHECK_MESSAGE(read_bytes(a / "model.safetensors") == read_bytes(b / "model.safetensors"),
+  CHECK_MESSAGE(tensors_of(a / "model.safetensors") == tensors_of(b / "model.safetensors"),
                 "the interrupted run's weights differ from the uninterrupted run's");
-  CHECK(read_bytes(a / "optimizer.safetensors") == read_bytes(b / "optimizer.safetensors"));
+  CHECK(tensors_of(a / "optimizer.safetensors") == tensors_of(b / "optimizer.safetensors"));
   CHECK(metrics_without_timing(reference / "metrics.jsonl") ==
         metrics_without_timing(run / "metrics.jsonl"));
 }

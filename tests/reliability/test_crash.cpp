@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "tests/reliability/cases.h"
 #include "tests/reliability/process.h"
 #include "tests/reliability/run_dir.h"
+#include "train/io/checksum.h"
+#include "train/io/npy.h"
 #include "train/run/checkpoint.h"
 
 using namespace headlab::testing;
@@ -54,8 +58,8 @@ std::vector<std::string> shim_env(const std::string& kill_at, const fs::path& co
   return env;
 }
 
-// What a finished run leaves: the final checkpoint's tensor files byte for byte, its RNG state,
-// and the metrics without timing fields.
+// What a finished run leaves: the final checkpoint's tensors and metadata bit for bit (all but
+// the run id, which differs between runs), its RNG state, and the metrics without timing fields.
 struct Outcome {
   std::string model, optimizer, rng, metrics;
   int64_t step = -1;
@@ -64,8 +68,8 @@ struct Outcome {
 Outcome outcome(const fs::path& run) {
   Outcome o;
   const fs::path dir = run / "checkpoints" / fs::read_symlink(run / "checkpoints" / "latest");
-  o.model = read_bytes(dir / "model.safetensors");
-  o.optimizer = read_bytes(dir / "optimizer.safetensors");
+  o.model = tensors_of(dir / "model.safetensors");
+  o.optimizer = tensors_of(dir / "optimizer.safetensors");
   const json state = json::parse(read_bytes(dir / "state.json"));
   o.rng = state.at("rng").dump();
   o.step = state.at("step").get<int64_t>();
@@ -115,7 +119,83 @@ Snapshot checkpoints_of(const fs::path& run) {
   return snapshot(run / "checkpoints");
 }
 
+// The analysis files in `dir` are one set: attention_tokens.json carries heads.json's id and
+// step, and heads.json's digests match attention.npy and attention_tokens.json.
+bool one_analysis_set(const fs::path& dir) {
+  const json heads = json::parse(read_bytes(dir / "heads.json"));
+  const std::string tokens_text = read_bytes(dir / "attention_tokens.json");
+  const json tokens = json::parse(tokens_text);
+  const json& a = heads.at("analysis");
+  return tokens.at("analysis").at("id") == a.at("id") &&
+         tokens.at("analysis").at("step") == a.at("step") &&
+         a.at("files").at("attention_tokens.json") == headlab::checksum_hex(tokens_text) &&
+         a.at("files").at("attention.npy") ==
+             headlab::npy_digest(headlab::read_npy((dir / "attention.npy").string()));
+}
+
 }  // namespace
+
+TEST_CASE("train: crash SIGKILL or EIO at every rename of analyze leaves one set or a refusal") {
+  TempDir tmp("crash-analyze");
+  const fs::path base = tmp / "base";
+  const RunResult t = run_cli({"train", kConfig.string(), "--out", base.string(), "--quiet",
+                               "--set", "train.steps=10", "--set", "train.checkpoint_every=5"});
+  REQUIRE_MESSAGE(t.exit_code == 0, t.describe());
+  REQUIRE(one_analysis_set(base));
+  // Another analysis of the same checkpoint (fewer example sentences): a set unlike the first.
+  const std::vector<std::string> again = {"analyze", "", "--examples", "2"};
+  const fs::path counted = tmp / "counted", counts = tmp / "counts.txt";
+  copy_tree(base, counted);
+  std::vector<std::string> args = again;
+  args[1] = counted.string();
+  const RunResult c = run_cli(args, {.env = shim_env("", counts)});
+  REQUIRE_MESSAGE(c.exit_code == 0, c.describe());
+  std::istringstream words(read_bytes(counts));
+  std::string word;
+  long renames = 0;
+  while (words >> word)
+    if (word == "rename") words >> renames;
+  REQUIRE(renames >= 4);  // attention.npy, attention_tokens.json, heads.json, report.html
+  int refused = 0, consistent = 0;
+  for (const char* how : {"", ":fail"}) {
+    for (long k = 1; k <= renames; ++k) {
+      const std::string when = fmt::format("rename:{}{}", k, how);
+      const fs::path run = tmp / ("run-" + std::to_string(k) + (*how ? "-eio" : ""));
+      copy_tree(base, run);
+      args[1] = run.string();
+      const RunResult killed = run_cli(args, {.env = shim_env(when)});
+      if (*how)
+        CHECK_MESSAGE(killed.exit_code == 2, when << ": " << killed.describe());
+      else
+        CHECK_MESSAGE(killed.signal == SIGKILL, when << ": " << killed.describe());
+      const bool one_set = one_analysis_set(run);
+      const Snapshot before = snapshot(run);
+      const RunResult report = run_cli({"analyze", "--report-only", run.string()});
+      if (one_set) {
+        ++consistent;
+        CHECK_MESSAGE(report.exit_code == 0, when << ": " << report.describe());
+      } else {
+        ++refused;
+        CHECK_MESSAGE(check_rejected(report, "are of two analyses") == "",
+                      when << ": " << check_rejected(report, "are of two analyses") << "\n"
+                           << report.describe());
+        CHECK_MESSAGE(snapshot_diff(before, snapshot(run)) == "", when);  // not even the lock
+      }
+      // A plain analyze redoes the files as one set.
+      const RunResult redo = run_cli({"analyze", run.string()});
+      CHECK_MESSAGE(redo.exit_code == 0, when << ": " << redo.describe());
+      CHECK_MESSAGE(one_analysis_set(run), when);
+      CHECK(run_cli({"analyze", "--report-only", run.string()}).exit_code == 0);
+      fs::remove_all(run);
+    }
+  }
+  // Between the first and the last analysis file's rename the files are of two analyses.
+  CHECK(refused >= 4);
+  CHECK(consistent >= 2);
+  const long interrupted = 2 * renames;
+  MESSAGE(interrupted << " interrupted analyses: " << refused << " refused as two sets, "
+                      << consistent << " left one set");
+}
 
 TEST_CASE("train: crash SIGKILL in training and checkpoint writes, then resume, is bit-identical") {
   TempDir tmp("crash");

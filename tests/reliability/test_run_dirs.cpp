@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/reliability/cases.h"
 #include "tests/reliability/process.h"
@@ -173,6 +174,56 @@ TEST_CASE("train: run dirs foreign, non-regular, changed-config and output cases
   std::string counts;
   for (const auto& [cls, n] : per_class) counts += fmt::format("{} {}, ", cls, n);
   MESSAGE(lines.size() << " run-directory cases: " << counts);
+}
+
+// The analysis files of two checkpoints of one run, mixed: `analyze --report-only` refuses the
+// mix with one line naming the files' steps and ids and changes nothing; a plain `analyze`
+// writes them again as one set, which the report then takes.
+TEST_CASE("train: run dirs analysis files of two checkpoints, mixed, are refused and redone") {
+  TempDir tmp("run-dirs-analysis");
+  const fs::path base = tmp / "base";
+  copy_tree(bases().run, base);
+  const RunResult earlier = run_cli({"analyze", base.string(), "--checkpoint", "step-000004"});
+  REQUIRE_MESSAGE(earlier.exit_code == 0, earlier.describe());
+  const fs::path at4 = base / "analysis" / "step-000004";
+  const auto set_of = [](const fs::path& file) {
+    return nlohmann::json::parse(read_bytes(file)).at("analysis");
+  };
+  CHECK(set_of(base / "heads.json").at("step") == 6);
+  CHECK(set_of(at4 / "heads.json").at("step") == 4);
+  CHECK(set_of(at4 / "attention_tokens.json").at("id") == set_of(at4 / "heads.json").at("id"));
+  const std::pair<const char*, std::string> mixes[] = {
+      {"heads.json", "heads.json is of step 4, analysis "},
+      {"attention_tokens.json", "attention_tokens.json of step 4, analysis "},
+      {"attention.npy",
+       "attention.npy is not the one heads.json and attention_tokens.json (step 6"}};
+  int index = 0;
+  for (const auto& [file, fragment] : mixes) {
+    const fs::path run = tmp / ("mixed-" + std::to_string(index++));
+    copy_tree(base, run);
+    fs::copy_file(at4 / file, run / file, fs::copy_options::overwrite_existing);
+    const Snapshot before = snapshot(run);
+    const RunResult r = run_cli({"analyze", "--report-only", run.string()});
+    CHECK_MESSAGE(check_rejected(r, fragment) == "", file << ": " << check_rejected(r, fragment)
+                                                          << "\n"
+                                                          << r.describe());
+    CHECK_MESSAGE(snapshot_diff(before, snapshot(run)) == "", file);
+    // The earlier checkpoint's report is as mixed when it gets the latest's file.
+    fs::copy_file(base / file, run / "analysis" / "step-000004" / file,
+                  fs::copy_options::overwrite_existing);
+    const RunResult r4 =
+        run_cli({"analyze", "--report-only", run.string(), "--checkpoint", "step-000004"});
+    CHECK_MESSAGE(check_rejected(r4, "are of two analyses") == "", file << ": " << r4.describe());
+    const RunResult redo = run_cli({"analyze", run.string()});
+    CHECK_MESSAGE(redo.exit_code == 0, redo.describe());
+    CHECK(set_of(run / "attention_tokens.json") == set_of(base / "attention_tokens.json"));
+    CHECK(set_of(run / "heads.json").at("id") == set_of(base / "heads.json").at("id"));
+    const RunResult report = run_cli({"analyze", "--report-only", run.string()});
+    CHECK_MESSAGE(report.exit_code == 0, report.describe());
+    CHECK(read_bytes(run / "report.html")
+              .find("Analysis files: step 6, analysis " +
+                    set_of(run / "heads.json").at("id").get<std::string>()) != std::string::npos);
+  }
 }
 
 // One bit flipped at offsets drawn from a fixed seed, in each file of the latest checkpoint:

@@ -237,7 +237,7 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   };
   contains(with_state([](auto& j) { j["format_version"] = 7; }),
            state_path.string() +
-               ": format_version is 7, but this headlab reads only 2: the "
+               ": format_version is 7, but this headlab reads only 2 and 3: the "
                "checkpoint was written by a newer headlab");
   contains(with_state([](auto& j) { j["format_version"] = 1; }),
            "format_version is 1, written by an older headlab without checksums");
@@ -276,6 +276,9 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   contains(load_error(run.path),
            "optimizer.safetensors: metadata step is '2' but state.json says 3");
   write_safetensors(dir / "optimizer.safetensors", make_data(3).optimizer, {{"step", "3"}});
+  contains(load_error(run.path), "optimizer.safetensors: its metadata names no run id");
+  write_safetensors(dir / "optimizer.safetensors", make_data(3).optimizer,
+                    {{"step", "3"}, {"run_id", ""}});
   contains(load_error(run.path), "optimizer.safetensors: metadata checksum is '(none)'");
   save_checkpoint(run.path, make_data(3), 3);
   write_text(dir / "model.safetensors", model.substr(0, model.size() - 3));
@@ -284,6 +287,79 @@ TEST_CASE("train: checkpoint state.json problems and missing files are named") {
   check_matches(load_checkpoint(run.path), 3);
   fs::remove(dir / "config.resolved.toml");
   contains(load_error(run.path), "is missing config.resolved.toml");
+}
+
+// The run ids of two runs, and a second save of the same run and step with other weights.
+CheckpointData of_run(int64_t step, const std::string& run_id, float shift = 0) {
+  CheckpointData c = make_data(step);
+  c.run_id = run_id;
+  for (NamedTensor& t : c.model)
+    for (int64_t i = 0; i < t.tensor.numel(); ++i) t.tensor[i] += shift;
+  return c;
+}
+
+TEST_CASE("train: checkpoint files of another run, step or save are refused, naming both") {
+  TempDir a("headlab-ckpt"), b("headlab-ckpt"), again("headlab-ckpt");
+  save_checkpoint(a.path, of_run(2, "aaaaaaaaaaaaaaaa"), 0);
+  const fs::path dir = save_checkpoint(a.path, of_run(3, "aaaaaaaaaaaaaaaa"), 0);
+  const fs::path other = save_checkpoint(b.path, of_run(3, "bbbbbbbbbbbbbbbb"), 0);
+  const fs::path resaved = save_checkpoint(again.path, of_run(3, "aaaaaaaaaaaaaaaa", 0.5f), 0);
+  const auto state = nlohmann::json::parse(read_text(dir / "state.json"));
+  CHECK(state["format_version"] == 3);
+  CHECK(state["files"]["model.safetensors"].get<std::string>().size() == 16);
+  CHECK(read_safetensors(dir / "optimizer.safetensors").metadata.at("run_id") ==
+        "aaaaaaaaaaaaaaaa");
+  const auto swapped = [&](const char* file, const fs::path& from) {
+    const std::string own = read_text(dir / file);
+    write_text(dir / file, read_text(from / file));
+    const std::string message = load_error(a.path);
+    write_text(dir / file, own);
+    return message;
+  };
+  const std::string where = (dir / "model.safetensors").string();
+  CHECK(swapped("model.safetensors", other) ==
+        where +
+            ": it belongs to run bbbbbbbbbbbbbbbb at step 3, but the checkpoint is run "
+            "aaaaaaaaaaaaaaaa at step 3 (state.json): a file copied in from another run; put back "
+            "the checkpoint's own model.safetensors");
+  CHECK(swapped("optimizer.safetensors", a.path / "checkpoints" / "step-000002")
+            .find("optimizer.safetensors: metadata step is '2' but state.json says 3: it belongs "
+                  "to run aaaaaaaaaaaaaaaa at step 2, not to run aaaaaaaaaaaaaaaa at step 3") !=
+        std::string::npos);
+  // The same run and step, another save: only the digest in state.json tells them apart.
+  CHECK(swapped("model.safetensors", resaved)
+            .find("its contents are not those state.json "
+                  "recorded") != std::string::npos);
+  CHECK(swapped("optimizer.safetensors", resaved) == "(no error)");  // the same optimizer state
+  // Outside a run directory nothing says which one is the stranger: the tensor file is named.
+  CHECK(
+      swapped("state.json", other).find("model.safetensors: it belongs to run aaaaaaaaaaaaaaaa") !=
+      std::string::npos);
+  check_matches(load_checkpoint(a.path), 3);
+}
+
+TEST_CASE("train: checkpoint format 2 (tensor files tied by their step only) still loads") {
+  TempDir run("headlab-ckpt");
+  const fs::path dir = save_checkpoint(run.path, of_run(3, "aaaaaaaaaaaaaaaa"), 0);
+  const std::string format3_model = read_text(dir / "model.safetensors");
+  // What a headlab of format 2 wrote: no run id in the tensor files, no digests in state.json.
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    SafetensorsFile f = read_safetensors(dir / file);
+    f.metadata.erase("run_id");
+    write_safetensors(dir / file, f.tensors, f.metadata);
+  }
+  auto state = nlohmann::json::parse(read_text(dir / "state.json"));
+  state["format_version"] = 2;
+  state["files"].erase("model.safetensors");
+  state["files"].erase("optimizer.safetensors");
+  state["checksum"] = state_checksum(state);
+  write_text(dir / "state.json", state.dump());
+  check_matches(load_checkpoint(run.path), 3);
+  // A format-3 file beside a format-2 state.json is from another checkpoint.
+  write_text(dir / "model.safetensors", format3_model);
+  CHECK(load_error(run.path).find(
+            "model.safetensors: it belongs to run aaaaaaaaaaaaaaaa at step 3 (written by a headlab "
+            "that writes checkpoint format 3), but state.json is format 2") != std::string::npos);
 }
 
 TEST_CASE("train: checkpoint tensors carry checksums, damage and non-finite values are refused") {

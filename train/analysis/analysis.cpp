@@ -200,6 +200,7 @@ std::vector<HeadComposition> compose(Encoder& model, const EvalSet& set,
 AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
                        const AnalysisOptions& options) {
   AnalysisResult res = start(model, task, config, options);
+  res.step = options.step;
   const EvalSet set =
       make_eval_set(task, static_cast<uint64_t>(res.seed), res.batches, res.batch_size);
   const EvalModeGuard eval_mode(model);

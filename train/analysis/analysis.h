@@ -64,6 +64,8 @@ struct AnalysisOptions {
   static constexpr int64_t kDefaultExamples = 4;
   double group_min_mass = 0.3;
   double claim_threshold = 0.5;
+  // The step of the checkpoint analyzed (-1: unknown), recorded in the analysis' files.
+  int64_t step = -1;
 };
 
 struct HeadAnalysis {
@@ -97,6 +99,7 @@ struct AnalysisResult {
   std::vector<LabelAccuracy> group_ablated;      // [R]
   std::vector<std::vector<double>> group_drops;  // [R][R]: row = group off, col = component
   int64_t batches = 0, batch_size = 0, seed = 0;
+  int64_t step = -1;  // AnalysisOptions::step
   AttentionExamples examples;
   std::vector<PruningStep> pruning;          // heads_pruned 0 .. L*H - 1
   PathMass paths;                            // two-step paths (layers >= 2)
@@ -120,6 +123,14 @@ nlohmann::json examples_to_json(const AnalysisResult& result);
 // Writes heads.json, attention.npy and attention_tokens.json into `dir` (a run directory, or
 // an analysis directory such as RUN/analysis/step-000500; it must exist). Throws
 // headlab::Error on an I/O failure, naming the file.
+//
+// The three files are one set: each is written atomically, heads.json last, and
+//   attention_tokens.json  "analysis": {"id": "<16 hex>", "step": N}
+//   heads.json             "analysis": {"id", "step", "files": {"attention.npy": npy_digest,
+//                                       "attention_tokens.json": XXH3-64 of the file}}
+// where the id is XXH3-64 of the set's contents (so the same analysis gives the same id). A kill
+// or a failed write between the renames leaves files of two analyses, which the report refuses
+// (load_run_files, train/report/report.h) and `headlab analyze` rewrites as one set.
 void write_analysis(const std::filesystem::path& dir, const AnalysisResult& result);
 
 }  // namespace headlab

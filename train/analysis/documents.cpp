@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/analysis/analysis.h"
+#include "train/io/checksum.h"
 #include "train/io/files.h"
 #include "train/io/npy.h"
 
@@ -136,15 +137,25 @@ json examples_to_json(const AnalysisResult& res) {
 }
 
 void write_analysis(const std::filesystem::path& dir, const AnalysisResult& res) {
-  // Atomic writes: an interrupted analysis leaves the previous files, never half of one.
-  const auto write_json = [](const std::filesystem::path& path, const nlohmann::json& doc) {
-    write_file_atomic(path, doc.dump(2) + "\n");
-  };
-  write_json(dir / "heads.json", analysis_to_json(res));
-  write_json(dir / "attention_tokens.json", examples_to_json(res));
   const AttentionExamples& ex = res.examples;
-  write_npy((dir / "attention.npy").string(),
-            NpyArray{{ex.examples, ex.layers, ex.heads, ex.seq_len, ex.seq_len}, ex.weights});
+  const NpyArray attention{{ex.examples, ex.layers, ex.heads, ex.seq_len, ex.seq_len}, ex.weights};
+  json heads = analysis_to_json(res), tokens = examples_to_json(res);
+  // One set: the id comes from all three files' contents, heads.json records the other two.
+  const std::string attention_digest = npy_digest(attention);
+  const std::string id = checksum_hex(attention_digest + '\n' + tokens.dump() + '\n' +
+                                      heads.dump() + '\n' + std::to_string(res.step));
+  tokens["analysis"] = {{"id", id}, {"step", res.step}};
+  const std::string tokens_text = tokens.dump(2) + "\n";
+  heads["analysis"] = {{"id", id},
+                       {"step", res.step},
+                       {"files",
+                        {{"attention.npy", attention_digest},
+                         {"attention_tokens.json", checksum_hex(tokens_text)}}}};
+  // Atomic writes, heads.json last: an interrupted analysis leaves whole files, and a heads.json
+  // that does not name the others is refused by the report.
+  write_npy((dir / "attention.npy").string(), attention);
+  write_file_atomic(dir / "attention_tokens.json", tokens_text);
+  write_file_atomic(dir / "heads.json", heads.dump(2) + "\n");
 }
 
 }  // namespace headlab

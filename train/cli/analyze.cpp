@@ -73,11 +73,14 @@ int run_analyze(const AnalyzeArgs& a) {
   const RunCheckpoint rc = resolve_run_checkpoint(a.run_dir, a.checkpoint);
   check_run_dir(rc.run_dir, RunDirUse::write);
   if (a.report_only) {
-    const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);  // it writes there
     fs::path dir = rc.run_dir;
     if (!rc.checkpoint.empty())
       dir = analysis_dir(rc.run_dir, find_checkpoint(rc.run_dir, rc.checkpoint));
     if (!fs::is_directory(dir)) fail("'{}' holds no analysis to report on", dir.string());
+    // The files are checked before the claim (two analyses' files are refused, changing
+    // nothing), and read again under it.
+    load_run_files(rc.run_dir, dir == rc.run_dir ? fs::path{} : dir);
+    const RunDirClaim claim = claim_run_dir(rc.run_dir, RunDirUse::write);  // it writes there
     // An earlier checkpoint's report reads its analysis there and the curves from the run.
     const fs::path report =
         dir == rc.run_dir ? write_run_report(rc.run_dir) : write_run_report(rc.run_dir, dir);
@@ -97,6 +100,7 @@ int run_analyze(const AnalyzeArgs& a) {
   AnalysisOptions options;
   options.batches = a.batches;
   options.batch_size = a.batch_size;
+  options.step = c.step;
   const int64_t batch = config.train.eval_batch_size;
   if (a.examples > batch)
     fail(
@@ -127,6 +131,7 @@ void analyze_after_train(Trainer& trainer) {
   AnalysisOptions options;
   options.examples =
       std::min(AnalysisOptions::kDefaultExamples, trainer.config().train.eval_batch_size);
+  options.step = trainer.step();
   const AnalysisResult r =
       analyze_run(trainer.run_dir(), trainer.model(), trainer.task(), trainer.config(), options);
   const std::string text =

@@ -5,6 +5,7 @@
 // checkpoint.
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,15 +51,22 @@ void print_json(const EvalMetrics& e, const TrainConfig& t, const fs::path& chec
 }
 
 int run_eval(const EvalArgs& a) {
-  const RunCheckpoint rc = resolve_run_checkpoint(a.run_dir, a.checkpoint);
-  load_run_plugins(rc.run_dir);  // the run's plugins, from run.json
-  const CheckpointData c = load_run_checkpoint(rc);
+  RunCheckpoint rc = resolve_run_checkpoint(a.run_dir, a.checkpoint);
+  CheckpointData c;
+  std::unique_ptr<RunModel> restored;
+  // Everything read from the run comes from one run, even beside `train --overwrite`.
+  read_run_stably(rc.run_dir, [&] {
+    rc = resolve_run_checkpoint(a.run_dir, a.checkpoint);
+    load_run_plugins(rc.run_dir);  // the run's plugins, from run.json
+    c = load_run_checkpoint(rc);
+    // The config the checkpoint was trained with; --set may change what an evaluation measures.
+    const Config config =
+        parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string(), a.sets);
+    restored = std::make_unique<RunModel>(config);
+    restored->restore(c, ConfigUse::evaluate, rc.run_dir);
+  });
+  RunModel& model = *restored;
   const fs::path used = c.dir;
-  // The config the checkpoint was trained with; --set may change what an evaluation measures.
-  const Config config =
-      parse_config(c.resolved_config, (used / "config.resolved.toml").string(), a.sets);
-  RunModel model(config);
-  model.restore(c, ConfigUse::evaluate, rc.run_dir);
   const EvalMetrics e = evaluate(model, c.step);
   check_finite(e, model.encoder(), fmt::format("checkpoint '{}' (step {})", used.string(), c.step));
   const TrainConfig& t = model.config().train;

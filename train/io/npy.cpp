@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "train/io/checksum.h"
 #include "train/io/files.h"
 
 namespace headlab {
@@ -126,6 +127,14 @@ NpyArray read_npy(const std::string& path) {
     array.data[i] = std::bit_cast<float>(to_little(v));
   }
   return array;
+}
+
+std::string npy_digest(const NpyArray& array) {
+  std::string text;
+  for (const int64_t d : array.shape) text += std::to_string(d) + ',';
+  text += ';';
+  text.append(reinterpret_cast<const char*>(array.data.data()), array.data.size() * sizeof(float));
+  return checksum_hex(text);
 }
 
 }  // namespace headlab

@@ -25,4 +25,8 @@ void write_npy(const std::string& path, const NpyArray& array);
 // shape, data shorter or longer than the shape).
 NpyArray read_npy(const std::string& path);
 
+// XXH3-64 (train/io/checksum.h) of an array's shape ("d0,d1,...;") and its values' bytes: what
+// heads.json records of attention.npy (train/analysis/analysis.h).
+std::string npy_digest(const NpyArray& array);
+
 }  // namespace headlab

@@ -66,7 +66,10 @@ struct RunFiles {
 // Reads whatever of the files above exist. The analysis files (heads.json, attention.npy,
 // attention_tokens.json) come from analysis_dir when it is given (an earlier checkpoint's
 // analysis, RUN_DIR/analysis/step-NNNNNN), the trainer's from run_dir. Throws headlab::Error if
-// a directory is missing or an existing heads.json / attention.npy is malformed.
+// a directory is missing, an existing heads.json / attention.npy is malformed, or the analysis
+// files are not one set (train/analysis/analysis.h: heads.json records the step, the set's id
+// and the digests of attention.npy and attention_tokens.json; a mix of two analyses, e.g. left
+// by a kill between their renames, is refused naming the files, their steps and ids).
 RunFiles load_run_files(const std::filesystem::path& run_dir,
                         const std::filesystem::path& analysis_dir = {});
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/version.h"
+#include "train/io/checksum.h"
 #include "train/io/files.h"
 #include "train/report/sections.h"
 
@@ -60,6 +61,67 @@ std::string header(const RunFiles& f, const Heads& h) {
          "</header>\n";
 }
 
+// "step 6, analysis 1a2b3c4d5e6f7a8b" from a document's "analysis" record; "" when absent.
+std::string set_of(const json& doc) {
+  if (!doc.is_object() || !doc.contains("analysis")) return "";
+  const json& a = doc["analysis"];
+  if (!a.is_object() || !a.contains("id") || !a["id"].is_string() || !a.contains("step") ||
+      !a["step"].is_number_integer())
+    return "(a malformed \"analysis\" record)";
+  return fmt::format("step {}, analysis {}", a["step"].get<int64_t>(),
+                     a["id"].get<std::string>().substr(0, 40));
+}
+
+// heads.json, attention_tokens.json and attention.npy in `dir` must be one analysis' files
+// (train/analysis/analysis.h): heads.json records the other two. Throws naming the files and
+// their steps and ids. A heads.json without the record (an older headlab's) is taken as it is,
+// unless a file beside it carries one.
+void check_analysis_set(const fs::path& dir, const RunFiles& f) {
+  if (f.heads.is_null()) return;
+  const std::string heads_set = set_of(f.heads), tokens_set = set_of(f.tokens);
+  const std::string redo = "run `headlab analyze` to redo them as one set";
+  if (heads_set.empty()) {
+    if (!tokens_set.empty())
+      fail(
+          "report: the analysis files in '{}' are of two analyses: heads.json is of an older "
+          "headlab (no analysis record), attention_tokens.json of {}; {}",
+          dir.string(), tokens_set, redo);
+    return;
+  }
+  const json& record = f.heads["analysis"];
+  const auto recorded = [&](const char* name) -> std::string {
+    if (!record.contains("files") || !record["files"].is_object() ||
+        !record["files"].contains(name) || !record["files"][name].is_string())
+      fail("report: '{}' ({}) records no digest of {}; {}", (dir / "heads.json").string(),
+           heads_set, name, redo);
+    return record["files"][name].get<std::string>();
+  };
+  if (f.tokens.is_null() || f.attention.shape.empty())
+    fail("report: '{}' ({}) belongs with {}, which is missing; {}", (dir / "heads.json").string(),
+         heads_set, f.tokens.is_null() ? "attention_tokens.json" : "attention.npy", redo);
+  if (tokens_set != heads_set)
+    fail(
+        "report: the analysis files in '{}' are of two analyses: heads.json is of {}, "
+        "attention_tokens.json of {}; {}",
+        dir.string(), heads_set, tokens_set.empty() ? "no analysis (an older headlab)" : tokens_set,
+        redo);
+  const std::string tokens_digest =
+      checksum_hex(read_file(dir / "attention_tokens.json", kMaxJsonFileBytes));
+  if (tokens_digest != recorded("attention_tokens.json"))
+    fail(
+        "report: the analysis files in '{}' are of two analyses: attention_tokens.json is not "
+        "the one heads.json ({}) was written with (xxh3_64 {} recorded, {} found); {}",
+        dir.string(), heads_set, recorded("attention_tokens.json").substr(0, 40), tokens_digest,
+        redo);
+  const std::string attention_digest = npy_digest(f.attention);
+  if (attention_digest != recorded("attention.npy"))
+    fail(
+        "report: the analysis files in '{}' are of two analyses: attention.npy is not the one "
+        "heads.json and attention_tokens.json ({}) were written with (xxh3_64 {} recorded, {} "
+        "found); {}",
+        dir.string(), heads_set, recorded("attention.npy").substr(0, 40), attention_digest, redo);
+}
+
 }  // namespace
 
 std::string mass_matrix_svg(const json& heads, const std::string& title, int cell) {
@@ -87,7 +149,14 @@ RunFiles load_run_files(const fs::path& run_dir, const fs::path& analysis_dir) {
   f.config_toml = optional_text(run_dir / "config.resolved.toml");
   for (const char* name : kLinked)
     if (fs::is_regular_file(run_dir / name)) f.links.push_back(name);
+  check_analysis_set(a, f);
   return f;
+}
+
+// The analysis set the page shows, for the footer (and whoever compares the page with the files).
+std::string analysis_note(const json& heads) {
+  const std::string set = set_of(heads);
+  return set.empty() ? "" : " Analysis files: " + svg::escape(set) + ".";
 }
 
 std::string render_run_report(const RunFiles& f) {
@@ -96,7 +165,8 @@ std::string render_run_report(const RunFiles& f) {
   std::string scripts;
   const std::string body = header(f, h) + render_sections<RunView>(kRunSections, view, scripts) +
                            "<footer>Written by headlab " HEADLAB_VERSION
-                           ". One self-contained file: no requests, no server.</footer>";
+                           ". One self-contained file: no requests, no server." +
+                           analysis_note(f.heads) + "</footer>";
   return html_page("headlab run: " + f.name, body, scripts);
 }
 

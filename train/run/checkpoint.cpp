@@ -20,6 +20,7 @@
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
 #include "train/run/checkpoint_dir.h"
+#include "train/run/run_dir.h"
 
 namespace headlab {
 namespace fs = std::filesystem;
@@ -54,6 +55,18 @@ void check_finite(const StateDict& tensors, const std::string& where, const char
   }
 }
 
+// The metadata of a tensor file: the checkpoint's run id and step, the algorithm and one checksum
+// per tensor.
+SafetensorsMetadata tensor_metadata(const StateDict& tensors, const CheckpointData& data) {
+  SafetensorsMetadata meta = {{"step", std::to_string(data.step)},
+                              {"run_id", data.run_id},
+                              {"checksum", kChecksumAlgorithm}};
+  for (const NamedTensor& t : tensors)
+    meta[kChecksumKey + t.name] =
+        checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
+  return meta;
+}
+
 json make_state_json(const CheckpointData& data) {
   json state = json::object();
   state["format_version"] = kCheckpointFormatVersion;
@@ -64,18 +77,13 @@ json make_state_json(const CheckpointData& data) {
   state["rng"] = data.rng_states;
   state["versions"] = library_versions();
   state["extra"] = data.extra;
-  state["files"] = {{"config.resolved.toml", checksum_hex(data.resolved_config)}};
+  state["files"] = {
+      {"config.resolved.toml", checksum_hex(data.resolved_config)},
+      {"model.safetensors", tensor_file_digest(data.model, tensor_metadata(data.model, data))},
+      {"optimizer.safetensors",
+       tensor_file_digest(data.optimizer, tensor_metadata(data.optimizer, data))}};
   state["checksum"] = state_checksum(state);
   return state;
-}
-
-// The metadata of a tensor file: the step, the algorithm and one checksum per tensor.
-SafetensorsMetadata tensor_metadata(const StateDict& tensors, int64_t step) {
-  SafetensorsMetadata meta = {{"step", std::to_string(step)}, {"checksum", kChecksumAlgorithm}};
-  for (const NamedTensor& t : tensors)
-    meta[kChecksumKey + t.name] =
-        checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float));
-  return meta;
 }
 
 // Writes the checkpoint's four files into a fresh directory `dir` (inside checkpoints/) and
@@ -85,9 +93,9 @@ void write_checkpoint_files(const fs::path& dir, const CheckpointData& data,
   remove_tree(dir);
   if (::mkdir(dir.c_str(), 0755) != 0)
     fail("cannot create directory '{}': {}", dir.string(), std::strerror(errno));
-  write_safetensors(dir / "model.safetensors", data.model, tensor_metadata(data.model, data.step));
+  write_safetensors(dir / "model.safetensors", data.model, tensor_metadata(data.model, data));
   write_safetensors(dir / "optimizer.safetensors", data.optimizer,
-                    tensor_metadata(data.optimizer, data.step));
+                    tensor_metadata(data.optimizer, data));
   write_file_durable(dir / "config.resolved.toml", data.resolved_config);
   write_file_durable(dir / "state.json", state_text);
   fsync_directory(dir);
@@ -171,23 +179,123 @@ void check_checksum(const std::string& where, const std::string& what, const std
          where, what, kChecksumAlgorithm, stored, computed);
 }
 
-void check_version(const json& state, const std::string& where) {
+// The format of state.json: kCheckpointFormatVersion, or kOldestCheckpointFormat (read as it
+// was written: its tensor files are tied to it by their step only).
+int64_t check_version(const json& state, const std::string& where) {
   const int64_t version = get_int(state, "format_version", where);
   if (version > kCheckpointFormatVersion)
     fail(
-        "{}: format_version is {}, but this headlab reads only {}: the checkpoint was written "
-        "by a newer headlab",
-        where, version, kCheckpointFormatVersion);
+        "{}: format_version is {}, but this headlab reads only {} and {}: the checkpoint was "
+        "written by a newer headlab",
+        where, version, kOldestCheckpointFormat, kCheckpointFormatVersion);
   if (version < 1) fail("{}: format_version is {} but expected >= 1", where, version);
-  if (version < kCheckpointFormatVersion)
+  if (version < kOldestCheckpointFormat)
     fail(
         "{}: format_version is {}, written by an older headlab without checksums; this headlab "
-        "reads only {}: train the run again",
-        where, version, kCheckpointFormatVersion);
+        "reads only {} and {}: train the run again",
+        where, version, kOldestCheckpointFormat, kCheckpointFormatVersion);
+  return version;
 }
 
-// Reads and verifies the tensor file `path` of a checkpoint at `step`.
-StateDict read_tensor_file(const fs::path& path, int64_t step, const char* what) {
+// What a checkpoint's state.json says its tensor files must be: the format, the run id and
+// step they must name, and (format 3) the digest of each file's contents.
+struct Owner {
+  int64_t version = 0;
+  std::string run_id;
+  int64_t step = 0;
+  const json* files = nullptr;  // state.json's "files"
+};
+
+std::string describe_run(const std::string& run_id) {
+  return run_id.empty() ? std::string("a checkpoint outside a run directory")
+                        : fmt::format("run {}", run_id);
+}
+
+// The id of the run directory that holds the checkpoint directory `dir`, or "" when it is not
+// inside one (or its marker cannot be read: the run's own check says why).
+std::string enclosing_run_id(const fs::path& dir) {
+  const fs::path root = dir.parent_path();
+  if (root.filename() != "checkpoints" || !has_run_marker(root.parent_path())) return "";
+  try {
+    return read_run_marker(root.parent_path());
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+// A tensor file must belong to the checkpoint whose state.json sits beside it: the same run id
+// and step in its metadata (format 3; format 2 files name only the step), and, in format 3, the
+// contents state.json recorded. A file copied in from another run, another step or another save
+// is refused, naming what it belongs to and what was expected.
+void check_tensor_owner(const fs::path& path, const SafetensorsFile& file, const Owner& owner) {
+  const std::string where = path.string();
+  const std::string name = path.filename().string();
+  const auto meta = [&](const std::string& key) -> const std::string* {
+    auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? nullptr : &it->second;
+  };
+  const std::string* step_text = meta("step");
+  const std::string* run_id = meta("run_id");
+  if (owner.version < kCheckpointFormatVersion) {
+    if (run_id)
+      fail(
+          "{}: it belongs to {} at step {} (written by a headlab that writes checkpoint format "
+          "{}), but state.json is format {}: files from different checkpoints",
+          where, describe_run(*run_id), step_text ? step_text->substr(0, 100) : "(none)",
+          kCheckpointFormatVersion, owner.version);
+    if (!step_text || *step_text != std::to_string(owner.step))
+      fail("{}: metadata step is '{}' but state.json says {} (files from different checkpoints?)",
+           where, step_text ? step_text->substr(0, 100) : "(none)", owner.step);
+    return;
+  }
+  const std::string expected =
+      fmt::format("{} at step {} (state.json)", describe_run(owner.run_id), owner.step);
+  if (!step_text || !run_id) {
+    if (!step_text || *step_text != std::to_string(owner.step))
+      fail(
+          "{}: metadata step is '{}' but state.json says {}: it belongs to another checkpoint "
+          "(and names no run), not to {}",
+          where, step_text ? step_text->substr(0, 100) : "(none)", owner.step, expected);
+    fail(
+        "{}: its metadata names no run id, so it belongs to no checkpoint of this headlab "
+        "(copied from an older checkpoint or another tool?); expected the {} of {}",
+        where, name, expected);
+  }
+  const std::string actual =
+      fmt::format("{} at step {}", describe_run(run_id->substr(0, 100)), step_text->substr(0, 100));
+  if (*run_id != owner.run_id) {
+    // Which of the two is the stranger: the run directory's own id decides when there is one.
+    const std::string run = enclosing_run_id(path.parent_path());
+    if (!run.empty() && run == *run_id)
+      fail(
+          "{}: it belongs to {} at step {}, but its {} and the run directory are run {}: a "
+          "state.json copied in from another run; put back the checkpoint's own state.json",
+          (path.parent_path() / "state.json").string(), describe_run(owner.run_id), owner.step,
+          name, run);
+    fail(
+        "{}: it belongs to {}, but the checkpoint is {}: a file copied in from another run; put "
+        "back the checkpoint's own {}",
+        where, actual, expected, name);
+  }
+  if (*step_text != std::to_string(owner.step))
+    fail(
+        "{}: metadata step is '{}' but state.json says {}: it belongs to {}, not to {} (a file "
+        "from another checkpoint of the run)",
+        where, step_text->substr(0, 100), owner.step, actual, expected);
+  if (!owner.files->contains(name) || !(*owner.files)[name].is_string())
+    fail("{}/state.json: 'files' has no digest of {}", path.parent_path().string(), name);
+  const std::string recorded = (*owner.files)[name].get<std::string>();
+  const std::string digest = tensor_file_digest(file.tensors, file.metadata);
+  if (recorded != digest)
+    fail(
+        "{}: it names {}, but its contents are not those state.json recorded (digest {} "
+        "recorded, {} found): a file from another save of this step; put back the checkpoint's "
+        "own {}",
+        where, actual, recorded.substr(0, 40), digest, name);
+}
+
+// Reads and verifies the tensor file `path` of the checkpoint `owner` describes.
+StateDict read_tensor_file(const fs::path& path, const Owner& owner, const char* what) {
   SafetensorsFile file = read_safetensors(path);
   const std::string where = path.string();
   const auto meta = [&](const std::string& key) -> const std::string* {
@@ -195,9 +303,9 @@ StateDict read_tensor_file(const fs::path& path, int64_t step, const char* what)
     return it == file.metadata.end() ? nullptr : &it->second;
   };
   const std::string* step_text = meta("step");
-  if (!step_text || *step_text != std::to_string(step))
-    fail("{}: metadata step is '{}' but state.json says {} (files from different checkpoints?)",
-         where, step_text ? step_text->substr(0, 100) : "(none)", step);
+  if (owner.version < kCheckpointFormatVersion || !meta("run_id") || !step_text ||
+      *step_text != std::to_string(owner.step) || *meta("run_id") != owner.run_id)
+    check_tensor_owner(path, file, owner);  // throws for a file of another checkpoint
   const std::string* algorithm = meta("checksum");
   if (!algorithm || *algorithm != kChecksumAlgorithm)
     fail("{}: metadata checksum is '{}' but expected '{}'", where,
@@ -215,6 +323,8 @@ StateDict read_tensor_file(const fs::path& path, int64_t step, const char* what)
         checksum_hex(t.tensor.data(), static_cast<size_t>(t.tensor.numel()) * sizeof(float)));
   }
   check_finite(file.tensors, where, what);
+  // Last, once the file is sound: that it is the very file state.json recorded.
+  if (owner.version >= kCheckpointFormatVersion) check_tensor_owner(path, file, owner);
   return std::move(file.tensors);
 }
 
@@ -244,7 +354,7 @@ CheckpointData read_checkpoint_files(const fs::path& dir) {
   const fs::path state_path = dir / "state.json";
   const std::string where = state_path.string();
   const json state = read_json_file(state_path, kMaxTextBytes);
-  check_version(state, where);
+  const int64_t version = check_version(state, where);
   check_checksum(where, "state.json", get_string(state, "checksum", where), state_checksum(state));
   CheckpointData out;
   out.dir = dir;
@@ -253,11 +363,12 @@ CheckpointData read_checkpoint_files(const fs::path& dir) {
   const int64_t named_step = parse_checkpoint_name(dir_name);
   if (named_step >= 0 && named_step != out.step)
     fail("{}: step is {} but the directory is named '{}'", where, out.step, dir_name);
-  out.model = read_tensor_file(dir / "model.safetensors", out.step, "model");
-  out.optimizer = read_tensor_file(dir / "optimizer.safetensors", out.step, "optimizer state");
+  const json& files = get_object(state, "files", where);
+  const Owner owner{version, out.run_id, out.step, &files};
+  out.model = read_tensor_file(dir / "model.safetensors", owner, "model");
+  out.optimizer = read_tensor_file(dir / "optimizer.safetensors", owner, "optimizer state");
   const fs::path config_path = dir / "config.resolved.toml";
   out.resolved_config = read_file(config_path, kMaxTextBytes);
-  const json& files = get_object(state, "files", where);
   if (!files.contains("config.resolved.toml") || !files["config.resolved.toml"].is_string())
     fail("{}: 'files' has no checksum of config.resolved.toml", where);
   check_checksum(config_path.string(), "config.resolved.toml",
@@ -291,6 +402,18 @@ json library_versions() {
   v["nlohmann_json"] = fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
                                    NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH);
   return v;
+}
+
+std::string tensor_file_digest(const StateDict& tensors,
+                               const std::map<std::string, std::string>& metadata) {
+  std::string text;
+  for (const auto& [key, value] : metadata) text += key + '\0' + value + '\n';
+  for (const NamedTensor& t : tensors) {
+    text += t.name + '\0';
+    for (const int64_t d : t.tensor.shape()) text += std::to_string(d) + ',';
+    text += '\n';
+  }
+  return checksum_hex(text);
 }
 
 std::string state_checksum(const json& state) {

@@ -7,20 +7,35 @@
 //                          /config.resolved.toml   the resolved config, verbatim
 //   checkpoints/latest -> step-000400              relative symbolic link, replaced last
 //
-// Format version 2 (kCheckpointFormatVersion). Integrity: every tensor carries an XXH3-64
-// checksum (train/io/checksum.h) in its file's __metadata__, next to the step:
-//   {"step": "400", "checksum": "xxh3_64", "xxh3_64:encoder.layers.0.attn.in_proj_weight": "<hex>",
-//    ...}
+// Format version 3 (kCheckpointFormatVersion). Integrity: every tensor carries an XXH3-64
+// checksum (train/io/checksum.h) in its file's __metadata__, next to the run id and step of the
+// checkpoint it belongs to:
+//   {"step": "400", "run_id": "<16 hex>", "checksum": "xxh3_64",
+//    "xxh3_64:encoder.layers.0.attn.in_proj_weight": "<hex>", ...}
 // (Python's safetensors reads these files unchanged; the metadata is plain strings.) state.json:
-//   {"format_version": 2, "step": 400, "data_cursor": 400, "config_hash": "...", "run_id": "...",
+//   {"format_version": 3, "step": 400, "data_cursor": 400, "config_hash": "...", "run_id": "...",
 //    "rng": {}, "versions": {...}, "extra": {...},
-//    "files": {"config.resolved.toml": "<xxh3 of the file>"}, "checksum": "<xxh3>"}
-// where "checksum" is the XXH3-64 of the document without it, as compact JSON (state_checksum).
+//    "files": {"config.resolved.toml": "<xxh3 of the file>", "model.safetensors": "<digest>",
+//              "optimizer.safetensors": "<digest>"}, "checksum": "<xxh3>"}
+// where "checksum" is the XXH3-64 of the document without it, as compact JSON (state_checksum),
+// and a tensor file's digest is tensor_file_digest of its tensors and metadata (so of its run
+// id, step, every tensor's name, shape and checksum: of all of its contents).
+// One checkpoint's files are tied together in one direction: the tensor files name the run and
+// step (known before anything is written), state.json, written last, records the digest of
+// each other file and its own checksum. The tensor files cannot also carry state.json's hash:
+// state.json holds theirs, so each would have to be written before the other. A file swapped in
+// from another run (other seed, other lr), another step or another save of the same step is
+// refused naming the file, the run and step it belongs to, and the ones expected; a state.json
+// from another run is refused naming state.json (the run directory's id says which file is the
+// stranger).
 // Every load verifies all of it: a mismatch, a missing checksum or a non-finite value (NaN,
 // Inf) in any tensor is refused, naming the file and the tensor. A non-finite tensor is never
-// written either. Version 1 (no checksums) is refused with a message saying so; version 2
-// checkpoints cannot be migrated from it without trusting unchecked bytes. ("rng" holds named
-// generator states; the trainer's streams are keyed by step and sentence, so it saves none.)
+// written either. Format 2 (tensor files that name only their step, no digests in state.json)
+// is read as it was written: its files are tied by their step only; a format-3 tensor file
+// (one naming a run id) beside a format-2 state.json is refused. Version 1 (no checksums) is
+// refused with a message saying so; checkpoints cannot be migrated from it without trusting
+// unchecked bytes. ("rng" holds named generator states; the trainer's streams are keyed by step
+// and sentence, so it saves none.)
 //
 // Saving is crash safe: the files are written into checkpoints/.tmp-step-000400-<pid>/, each
 // fsynced, the directory fsynced and renamed to step-000400, then `latest` is replaced
@@ -68,8 +83,9 @@
 
 namespace headlab {
 
-// The format this headlab writes, and the only one it reads.
-inline constexpr int64_t kCheckpointFormatVersion = 2;
+// The format this headlab writes; it reads it and kOldestCheckpointFormat (see above).
+inline constexpr int64_t kCheckpointFormatVersion = 3;
+inline constexpr int64_t kOldestCheckpointFormat = 2;
 
 struct CheckpointData {
   int64_t step = 0;
@@ -129,14 +145,21 @@ CheckpointData load_checkpoint(const std::filesystem::path& run_dir);
 
 // Loads and verifies one checkpoint directory, read-only, holding a shared lock on it while it
 // reads. Throws headlab::Error naming the file: a missing file; state.json that is not JSON,
-// lacks a key or has one of the wrong type; a format_version other than 2 ("... reads only 2:
-// written by a newer headlab", "... by an older headlab, without checksums"); a checksum that
+// lacks a key or has one of the wrong type; a format_version other than 2 or 3 ("... reads only
+// 2 and 3: written by a newer headlab", "... by an older headlab, without checksums"); a checksum that
 // is missing or does not match (state.json, config.resolved.toml, any tensor: "model.safetensors:
 // tensor 'w' fails its checksum (xxh3_64 ... stored, ... computed): the file is damaged"); a
 // non-finite tensor value; a step that disagrees with the directory name or with the tensor
-// files' metadata; a malformed RNG state; any safetensors problem; the directory removed while
-// it was being read. Tensor names and shapes are checked by Module/Optimizer::load_state_dict.
+// files' metadata; a tensor file of another run, step or save (format 3: its run id, step and
+// digest against state.json); a malformed RNG state; any safetensors problem; the directory
+// removed while it was being read. Tensor names and shapes are checked by Module/Optimizer::load_state_dict.
 CheckpointData load_checkpoint_dir(const std::filesystem::path& dir);
+
+// The digest state.json records of a tensor file: XXH3-64 of its metadata (every "key\0value\n",
+// in key order) followed by every tensor's "name\0d0,d1,...,\n" in file order. The metadata
+// holds each tensor's checksum, so the digest covers the whole file's contents.
+std::string tensor_file_digest(const StateDict& tensors,
+                               const std::map<std::string, std::string>& metadata);
 
 // XXH3-64 of a state.json document without its "checksum" key, as compact JSON.
 std::string state_checksum(const nlohmann::json& state);

@@ -1,6 +1,7 @@
 #include "train/run/run_dir.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -148,12 +149,35 @@ std::string new_id() {
   return fmt::format("{:016x}", a << 32 ^ b ^ static_cast<uint64_t>(::getpid()) << 20);
 }
 
-void write_marker(const fs::path& dir, DirKind kind, const std::string& id) {
-  const nlohmann::json m = {{"headlab", kind_name(kind)},
-                            {"id", id},
-                            {"created", utc_now()},
-                            {"version", HEADLAB_VERSION}};
+// `extra` adds keys: "pid" (the process that wrote it), "replaces" (the id of the run a
+// `--overwrite` replaced), "replacing" (while `--overwrite` removes the old run's files).
+void write_marker(const fs::path& dir, DirKind kind, const std::string& id,
+                  const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json m = {{"headlab", kind_name(kind)},
+                      {"id", id},
+                      {"created", utc_now()},
+                      {"version", HEADLAB_VERSION},
+                      {"pid", static_cast<int64_t>(::getpid())}};
+  m.update(extra);
   write_file_atomic(dir / kMarker, m.dump(2) + "\n");
+}
+
+bool process_alive(int64_t pid) {
+  return pid > 0 && pid <= INT32_MAX && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+std::string being_replaced(const fs::path& dir, const RunMarkerState& s) {
+  return fmt::format(
+      "'{}' is being replaced by `headlab train --overwrite` (pid {}): try again once the new "
+      "run has saved a checkpoint",
+      dir.string(), s.pid);
+}
+
+std::string half_replaced(const fs::path& dir, const RunMarkerState& s) {
+  return fmt::format(
+      "'{}' is half replaced: `headlab train --overwrite` (pid {}) stopped while it removed the "
+      "old run; run it again to replace the run, or choose another --out",
+      dir.string(), s.pid);
 }
 
 // The pid a lock file holds, for messages (its holder writes it just after locking: a few
@@ -261,6 +285,46 @@ bool has_run_marker(const fs::path& dir, DirKind kind) {
   }
 }
 
+RunMarkerState read_run_state(const fs::path& dir, DirKind kind) {
+  RunMarkerState s;
+  s.id = read_run_marker(dir, kind);
+  const nlohmann::json m = read_json_file(dir / kMarker, kMaxMarkerBytes);
+  const auto pid = m.find("pid");
+  if (pid != m.end() && pid->is_number_integer()) s.pid = pid->get<int64_t>();
+  const auto replaces = m.find("replaces");
+  if (replaces != m.end() && replaces->is_string()) s.replaces = replaces->get<std::string>();
+  const auto replacing = m.find("replacing");
+  s.replacing = replacing != m.end() && replacing->is_boolean() && replacing->get<bool>();
+  s.writer_alive = process_alive(s.pid);
+  return s;
+}
+
+void read_run_stably(const fs::path& dir, const std::function<void()>& read) {
+  // A `train --overwrite` marks the run as being replaced before it removes anything and gives
+  // the new run a new id, so a read that began and ended with the same marker saw one run.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const RunMarkerState before = read_run_state(dir);
+    if (before.replacing)
+      fail("{}", before.writer_alive ? being_replaced(dir, before) : half_replaced(dir, before));
+    try {
+      read();
+    } catch (const std::exception&) {
+      if (read_run_state(dir) == before) {
+        // The new run of a live `--overwrite`: before its first checkpoint it is still being
+        // replaced; a checkpoint that appeared since the read failed is read once more.
+        if (before.writer_alive && !before.replaces.empty()) {
+          if (!latest_checkpoint(dir)) fail("{}", being_replaced(dir, before));
+          if (attempt == 0) continue;
+        }
+        throw;
+      }
+      continue;  // replaced while it was read: once more, with the new run
+    }
+    if (read_run_state(dir) == before) return;
+  }
+  fail("{}", being_replaced(dir, read_run_state(dir)));
+}
+
 std::string read_run_marker(const fs::path& dir, DirKind kind) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -308,6 +372,9 @@ RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   if (use == RunDirUse::write) {
     read_run_marker(dir, kind);
     refuse_if_in_use(dir);
+    if (kind == DirKind::run)
+      if (const RunMarkerState s = read_run_state(dir); s.replacing)
+        fail("{}", half_replaced(dir, s));
     check_own_files(dir, kind);
     return RunDirPlan::write;
   }
@@ -360,11 +427,17 @@ RunDirClaim claim_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   if (plan == RunDirPlan::write) {
     id = read_run_marker(dir, kind);
   } else {
-    if (plan == RunDirPlan::overwrite)
+    nlohmann::json extra = nlohmann::json::object();
+    if (plan == RunDirPlan::overwrite) {
+      // Readers see the replacement before anything is removed (read_run_stably).
+      const std::string old_id = read_run_marker(dir, kind);
+      write_marker(dir, kind, old_id, {{"replacing", true}});
       for (const std::string& name : contents(dir))
         if (name != kMarker) remove_tree(dir / name);
+      extra["replaces"] = old_id;
+    }
     id = new_id();
-    write_marker(dir, kind, id);
+    write_marker(dir, kind, id, extra);
   }
   claim.id_ = id;
   return claim;

@@ -19,9 +19,17 @@
 //
 // Readers (eval, the sweep's collection) take no lock: they check the marker
 // (read_run_marker) and read checkpoints through load_checkpoint, which never fails because a
-// writer runs.
+// writer runs. A reader beside `train --overwrite` reads through read_run_stably: it sees one
+// run, or says the run is being replaced.
+//
+// --overwrite replaces a run in three steps, each visible to readers in the marker: the old
+// marker gets "replacing": true (nothing is removed before), the old run's files are removed, and
+// a fresh marker with a new id and "replaces": <old id> is written; both markers carry the pid
+// of the process that wrote them.
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,11 +60,33 @@ std::string read_run_marker(const std::filesystem::path& dir, DirKind kind = Dir
 // Whether `dir` is a directory with a marker of `kind` (nothing is checked beyond that).
 bool has_run_marker(const std::filesystem::path& dir, DirKind kind = DirKind::run);
 
+// The marker of run directory `dir` as a reader needs it. Throws as read_run_marker.
+struct RunMarkerState {
+  std::string id;
+  std::string replaces;       // the id of the run a `train --overwrite` replaced, "" for a new run
+  int64_t pid = 0;            // the process that wrote the marker (0: an older headlab's marker)
+  bool replacing = false;     // a `train --overwrite` is removing the old run's files
+  bool writer_alive = false;  // whether process `pid` still runs (checked when read)
+  bool operator==(const RunMarkerState&) const = default;
+};
+RunMarkerState read_run_state(const std::filesystem::path& dir, DirKind kind = DirKind::run);
+
+// Runs `read`, everything a reader takes from run directory `dir` (its marker, run.json, a
+// checkpoint, the restore), so that all of it comes from one run: when the marker changed
+// while it read (a `train --overwrite` replaced the run), it reads once more; when the run is
+// being replaced (the old files being removed, or the new run of a live `--overwrite` with no
+// checkpoint yet) or was replaced under both reads, it throws headlab::Error "'RUN' is being
+// replaced by `headlab train --overwrite` (pid N): try again once the new run has saved a
+// checkpoint"; an `--overwrite` that died while removing gives "'RUN' is half replaced ...".
+// Any other error of `read` is rethrown as it was.
+void read_run_stably(const std::filesystem::path& dir, const std::function<void()>& read);
+
 // Decides whether `dir` may be used for `use`, changing nothing. Throws headlab::Error naming
 // the directory and what to do: not a directory; not empty and not headlab's (naming one foreign
 // entry); already holding a run or sweep (create: "pass --resume to continue it, --overwrite to
 // replace it, or choose another --out"); not headlab's or of the other kind (write); a foreign
-// entry in a run that would be overwritten.
+// entry in a run that would be overwritten; a run left half replaced by an interrupted
+// --overwrite (write).
 RunDirPlan check_run_dir(const std::filesystem::path& dir, RunDirUse use,
                          DirKind kind = DirKind::run);
 
