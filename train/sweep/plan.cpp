@@ -14,6 +14,7 @@
 #include "train/config/config.h"
 #include "train/io/checksum.h"
 #include "train/io/json.h"
+#include "train/report/report.h"
 #include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
 #include "train/run/run_json.h"
@@ -131,10 +132,16 @@ void name_runs(const SweepSpec& spec, std::vector<SweepRun>& runs) {
   }
 }
 
-// The files of a run's analysis (train/run/analyze_run.h): all of them, or it is not done.
+// The files of a run's analysis (train/run/analyze_run.h): all of them, as one set (not the
+// mix of two analyses a kill between their renames leaves), or it is not done.
 bool analysis_written(const fs::path& dir) {
   for (const char* name : {"heads.json", "attention.npy", "report.html"})
     if (!fs::is_regular_file(fs::symlink_status(dir / name))) return false;
+  try {
+    load_run_files(dir);
+  } catch (const Error&) {
+    return false;
+  }
   return true;
 }
 

@@ -63,7 +63,7 @@ struct SweepSpec {
 
 // What a sweep does with a run (SweepPlan::resume decides it from the run's directory).
 // A run is done only when it trained every step and its analysis is whole (heads.json,
-// attention.npy, report.html); one stopped between its last step and its analysis is resumed,
+// attention.npy, report.html, one set: train/report/report.h, load_run_files); one stopped between its last step and its analysis is resumed,
 // and `headlab train --resume` of a run at its last step writes the analysis.
 enum class RunState {
   fresh,      // no directory yet: `headlab train`
