@@ -141,10 +141,13 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "analyze", "Head analysis of a trained run: heads.json, attention.npy, report.html");
   static AnalyzeArgs a;
-  cmd->add_option("RUN_DIR", a.run_dir, "Run directory written by `headlab train`")->required();
-  cmd->add_option("--checkpoint", a.checkpoint,
+  add_path_option(*cmd, "RUN_DIR", a.run_dir, "Run directory written by `headlab train`",
+                  "a run directory", kRunDirReserve)
+      ->required();
+  add_path_option(*cmd, "--checkpoint", a.checkpoint,
                   "Analyze this checkpoint (step-NNNNNN or a path to one) instead of the latest; "
-                  "an earlier one is written into RUN_DIR/analysis/step-NNNNNN/")
+                  "an earlier one is written into RUN_DIR/analysis/step-NNNNNN/",
+                  kCheckpointExpected)
       ->type_name("NAME|PATH");
   add_int_option(
       *cmd, "--examples", a.examples, -1, 65536,

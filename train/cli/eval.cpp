@@ -108,13 +108,15 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "eval", "Evaluate a checkpoint of a run (the latest by default) on seeded sentences");
   static EvalArgs args;
-  cmd->add_option("RUN_DIR", args.run_dir,
+  add_path_option(*cmd, "RUN_DIR", args.run_dir,
                   "Run directory written by `headlab train` (or one of its checkpoint "
-                  "directories)")
+                  "directories)",
+                  "a run directory")
       ->required();
-  cmd->add_option("--checkpoint", args.checkpoint,
+  add_path_option(*cmd, "--checkpoint", args.checkpoint,
                   "The checkpoint to evaluate: step-NNNNNN, or a path to one of the run's "
-                  "checkpoint directories (default: checkpoints/latest)")
+                  "checkpoint directories (default: checkpoints/latest)",
+                  kCheckpointExpected)
       ->type_name("NAME|PATH");
   add_set_option(*cmd, args.sets,
                  "Change what the evaluation measures, e.g. --set train.eval_seed=7 or --set "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <limits>
 
@@ -10,9 +11,12 @@
 
 #include "core/error.h"
 #include "layers/option_schema.h"
+#include "train/io/files.h"
 
 namespace headlab::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::vector<std::string>& stored_command_line() {
   static std::vector<std::string> args;
@@ -58,6 +62,51 @@ CLI::Option* add_int_option(CLI::App& cmd, const std::string& name, int& value, 
                             int64_t hi, const std::string& doc) {
   return add_checked(cmd, name, value, std::max<int64_t>(lo, std::numeric_limits<int>::min()),
                      std::min<int64_t>(hi, std::numeric_limits<int>::max()), doc);
+}
+
+void check_path_value(const std::string& name, const std::string& value,
+                      const std::string& expected, size_t reserve) {
+  if (value.empty()) fail("{}: the path is empty (expected {})", name, expected);
+  for (const fs::path& part : fs::path(value)) {
+    const std::string s = part.string();
+    if (s.size() > NAME_MAX)
+      fail(
+          "{}: the name '{}...' in the path is {} bytes, more than the {} bytes a file name may "
+          "have (NAME_MAX; expected {})",
+          name, s.substr(0, 24), s.size(), NAME_MAX, expected);
+  }
+  const size_t length = absolute_normal_path(value).string().size();
+  if (length + reserve > PATH_MAX - 1) {
+    const std::string below =
+        reserve > 0 ? fmt::format(", and headlab writes names of up to {} bytes below it", reserve)
+                    : std::string();
+    fail(
+        "{}: the path is {} bytes long as an absolute path{}: more than the {} bytes a path may "
+        "have (PATH_MAX; expected {})",
+        name, length, below, PATH_MAX - 1, expected);
+  }
+}
+
+CLI::Option* add_path_option(CLI::App& cmd, const std::string& name, std::string& value,
+                             const std::string& doc, const std::string& expected, size_t reserve) {
+  return cmd.add_option_function<std::string>(
+      name,
+      [&value, name, expected, reserve](const std::string& arg) {
+        check_path_value(name, arg, expected, reserve);
+        value = arg;
+      },
+      doc);
+}
+
+CLI::Option* add_string_option(CLI::App& cmd, const std::string& name, std::string& value,
+                               const std::string& doc, const std::string& expected) {
+  return cmd.add_option_function<std::string>(
+      name,
+      [&value, name, expected](const std::string& arg) {
+        if (arg.empty()) fail("{}: the value is empty (expected {})", name, expected);
+        value = arg;
+      },
+      doc);
 }
 
 CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const std::string& doc) {

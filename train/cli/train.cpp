@@ -260,15 +260,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("train", "Train a model from a TOML config (see configs/README.md)");
   static TrainArgs args;
-  cmd->add_option("CONFIG", args.config, "TOML config file, e.g. configs/dependency.toml")
+  add_path_option(*cmd, "CONFIG", args.config, "TOML config file, e.g. configs/dependency.toml",
+                  "a config file")
       ->required();
   add_set_option(*cmd, args.sets,
                  "Override a config key, e.g. --set model.heads=8, --set model.norm=post or "
                  "--set optim.betas=0.9,0.98 (TOML values work too; repeatable; applied before "
                  "validation)");
   add_plugin_option(cmd, args.plugins);
-  cmd->add_option("--out", args.out,
-                  "Run directory (default: runs/<config file name without .toml>)")
+  add_path_option(
+      *cmd, "--out", args.out, "Run directory (default: runs/<config file name without .toml>)",
+      "a run directory; without --out the run goes to runs/<config name>", kRunDirReserve)
       ->type_name("DIR");
   cmd->add_flag("--resume", args.resume,
                 "Continue the run in the output directory from checkpoints/latest");
