@@ -91,9 +91,12 @@ int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> sets;
   if (a.batches > 0) sets.push_back(fmt::format("train.eval_batches={}", a.batches));
   if (a.batch_size > 0) sets.push_back(fmt::format("train.eval_batch_size={}", a.batch_size));
+  std::vector<std::string> origins;
+  if (a.batches > 0) origins.push_back(fmt::format("--batches {}", a.batches));
+  if (a.batch_size > 0) origins.push_back(fmt::format("--batch-size {}", a.batch_size));
   const fs::path used = c.dir;
-  const Config config = parse_config(c.resolved_config, (used / "config.resolved.toml").string(),
-                                     sets, std::vector<std::string>(sets.size(), "analyze"));
+  const Config config =
+      parse_config(c.resolved_config, (used / "config.resolved.toml").string(), sets, origins);
   AnalysisOptions options;
   options.batches = a.batches;
   options.batch_size = a.batch_size;
@@ -105,6 +108,7 @@ int run_analyze(const AnalyzeArgs& a) {
         a.examples, batch);
   options.examples =
       a.examples >= 0 ? a.examples : std::min(AnalysisOptions::kDefaultExamples, batch);
+  check_memory_now(config, MemoryUse::analyze, options.examples);
   RunModel model(config);
   model.restore(c, ConfigUse::evaluate, rc.run_dir);
   // Everything was checked: claim the run (a run still training is refused) and write.

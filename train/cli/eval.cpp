@@ -56,6 +56,7 @@ int run_eval(const EvalArgs& a) {
   // The config the checkpoint was trained with; --set may change what an evaluation measures.
   const Config config =
       parse_config(c.resolved_config, (used / "config.resolved.toml").string(), a.sets);
+  check_memory_now(config, MemoryUse::evaluate);
   RunModel model(config);
   model.restore(c, ConfigUse::evaluate, rc.run_dir);
   const EvalMetrics e = evaluate(model, c.step);

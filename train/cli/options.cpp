@@ -116,9 +116,30 @@ CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+namespace {
+std::string memory_note_text;
+}
+
+void check_memory_now(const Config& config, MemoryUse use, int64_t examples) {
+  check_memory(config, use, examples);
+  const MemoryLimit limit = memory_limit(config);
+  memory_note_text =
+      fmt::format("; the estimate{} was {:.2f} GiB, within {}",
+                  use == MemoryUse::train      ? ""
+                  : use == MemoryUse::evaluate ? " of the evaluation"
+                                               : " of the head analysis",
+                  estimate_memory(config, use, examples).total_bytes() / (1024.0 * 1024.0 * 1024.0),
+                  limit.what);
+}
+
+std::string memory_note() {
+  return memory_note_text;
+}
+
 std::string exit_codes_text() {
   return "Exit codes: 0 done; 2 a mistake in the input, a file or the command line (one line "
-         "\"headlab: error: ...\" on stderr), or an output that cannot be written; 3 training "
+         "\"headlab: error: ...\" on stderr), an output that cannot be written, or memory that ran "
+         "out; 3 training "
          "stopped on a non-finite loss or value (the last checkpoint is kept); 128 + N stopped "
          "by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP; a checkpoint was written); 1 an "
          "internal error (a bug: please report it).";

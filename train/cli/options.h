@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "train/config/config.h"
+
 namespace headlab::cli {
 
 // An integer option that must lie in [lo, hi]. Checked while the command line is parsed, before
@@ -46,6 +48,15 @@ CLI::Option* add_string_option(CLI::App& cmd, const std::string& name, std::stri
 
 // --set KEY=VALUE, repeatable; applied in order before validation.
 CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const std::string& doc);
+
+// Right before a command allocates a model: the memory estimate of `use` within the limit
+// (train/config/config.h: check_memory; the smaller of runtime.max_memory_gb, the machine's
+// memory and ulimit -v), else headlab::Error naming both. The estimate is remembered for the
+// message of a std::bad_alloc (memory_note).
+void check_memory_now(const Config& config, MemoryUse use = MemoryUse::train, int64_t examples = 0);
+// "" before any check_memory_now, else "; the estimate was 1.23 GiB, within
+// runtime.max_memory_gb = 8".
+std::string memory_note();
 
 // The exit codes, for the footer of --help.
 std::string exit_codes_text();

@@ -13,6 +13,7 @@
 // (train/run/trainer.h). Rank 0 alone prints progress, runs the head analysis and prints the
 // summary.
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -24,6 +25,7 @@
 
 #include "core/error.h"
 #include "core/version.h"
+#include "train/analysis/analysis.h"
 #include "train/cli/commands.h"
 #include "train/cli/job.h"
 #include "train/cli/options.h"
@@ -192,6 +194,14 @@ std::unique_ptr<Trainer> prepare(const TrainArgs& a, RunDirPlan& plan) {
   Config config;
   on_every_rank(comm, [&] { config = load_config(a.config, a.sets, {}, load_config_plugin); });
   check_ranks_agree(config);
+  // The memory the run and its analysis will need, against what this machine has, before the
+  // model is built (a --dry-run builds it too).
+  on_every_rank(comm, [&] {
+    check_memory_now(config);
+    if (!a.no_analysis)
+      check_memory_now(config, MemoryUse::analyze,
+                       std::min(AnalysisOptions::kDefaultExamples, config.train.eval_batch_size));
+  });
   // Building the model writes nothing and finds what only the layers can check; the checkpoint
   // is checked before anything is written too.
   std::unique_ptr<Trainer> trainer;
