@@ -66,6 +66,7 @@ Workload config_workload(const StepBenchOptions& o, int threads) {
   if (!o.backend.empty()) sets.push_back(fmt::format("runtime.backend=\"{}\"", o.backend));
   const Config config =
       load_config(o.config, sets, {}, [](const std::filesystem::path& p) { load_plugin(p); });
+  check_memory(config);  // against what this machine has, before the model is built
   auto state = std::make_shared<ConfigState>(config);  // sets the threads and the backend
   ConfigState& s = *state;
 

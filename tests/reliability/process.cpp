@@ -128,6 +128,12 @@ CliProcess::CliProcess(const std::vector<std::string>& args, const RunOptions& o
       };
       ::setrlimit(RLIMIT_FSIZE, &lim);
     }
+    if (options.address_space_limit != RLIM_INFINITY) {
+      struct rlimit lim {
+        options.address_space_limit, options.address_space_limit
+      };
+      ::setrlimit(RLIMIT_AS, &lim);
+    }
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);

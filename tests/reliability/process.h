@@ -16,8 +16,9 @@ struct RunOptions {
   std::vector<std::string> env;    // "NAME=value", added to (or replacing in) the environment
   double timeout_seconds = 300;    // then SIGKILL, and RunResult::timed_out
   double kill_after_seconds = -1;  // >= 0: SIGKILL after this delay (a crash, not a timeout)
-  rlim_t file_size_limit = RLIM_INFINITY;  // RLIMIT_FSIZE; SIGXFSZ is ignored, so write() fails
-  std::filesystem::path cwd;               // empty: the source directory
+  rlim_t file_size_limit = RLIM_INFINITY;      // RLIMIT_FSIZE; SIGXFSZ is ignored, so write() fails
+  rlim_t address_space_limit = RLIM_INFINITY;  // RLIMIT_AS (ulimit -v), in bytes
+  std::filesystem::path cwd;                   // empty: the source directory
   std::filesystem::path program;  // empty: HEADLAB_CLI (e.g. mpirun, for the distributed tests)
   // Where the child's stdout / stderr go instead of being captured (/dev/full, a pipe's write
   // end given as /proc/self/fd/N is not needed: see stdout_closed_pipe).

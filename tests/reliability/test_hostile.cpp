@@ -73,6 +73,17 @@ TEST_CASE("train: hostile command lines") {
   const fs::path file = tmp / "regular-file", dir = tmp / "empty-dir";
   write_bytes(file, "not a directory\n");
   fs::create_directories(dir);
+  // Impossible paths (none of them exists): a 300-byte file name (NAME_MAX is 255), a path of
+  // short names 4,040 bytes long (under PATH_MAX, but not with a run's files below it) and one
+  // of 5,000 bytes.
+  const std::string long_name(300, 'n');
+  // Exactly 4,040 and 5,000 bytes, whatever the temporary directory's name.
+  auto path_of = [&](size_t bytes) {
+    std::string p = tmp.path().string();
+    while (p.size() + 10 < bytes) p += "/abcdefgh";
+    return p + "/" + std::string(bytes - p.size() - 1, 'x');
+  };
+  const std::string deep = path_of(4040), too_long = path_of(5000);
   int index = 0;
   for (const std::string& line : lines) {
     const auto f = fields(line);
@@ -84,6 +95,9 @@ TEST_CASE("train: hostile command lines") {
                                         {"dir", dir.string()},
                                         {"missing", missing.string()},
                                         {"tiny", "configs/tiny.toml"},
+                                        {"long_name", long_name},
+                                        {"deep", deep},
+                                        {"too_long", too_long},
                                         {"plugins", HEADLAB_TEST_PLUGIN_DIR}});
     const auto before = snapshot(tmp.path());
     const RunResult r = run_cli(args, timeout(kTimeout));

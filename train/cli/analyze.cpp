@@ -94,9 +94,12 @@ int run_analyze(const AnalyzeArgs& a) {
   std::vector<std::string> sets;
   if (a.batches > 0) sets.push_back(fmt::format("train.eval_batches={}", a.batches));
   if (a.batch_size > 0) sets.push_back(fmt::format("train.eval_batch_size={}", a.batch_size));
+  std::vector<std::string> origins;
+  if (a.batches > 0) origins.push_back(fmt::format("--batches {}", a.batches));
+  if (a.batch_size > 0) origins.push_back(fmt::format("--batch-size {}", a.batch_size));
   const fs::path used = c.dir;
-  const Config config = parse_config(c.resolved_config, (used / "config.resolved.toml").string(),
-                                     sets, std::vector<std::string>(sets.size(), "analyze"));
+  const Config config =
+      parse_config(c.resolved_config, (used / "config.resolved.toml").string(), sets, origins);
   AnalysisOptions options;
   options.batches = a.batches;
   options.batch_size = a.batch_size;
@@ -109,6 +112,7 @@ int run_analyze(const AnalyzeArgs& a) {
         a.examples, batch);
   options.examples =
       a.examples >= 0 ? a.examples : std::min(AnalysisOptions::kDefaultExamples, batch);
+  check_memory_now(config, MemoryUse::analyze, options.examples);
   RunModel model(config);
   model.restore(c, ConfigUse::evaluate, rc.run_dir);
   // Everything was checked: claim the run (a run still training is refused) and write.
@@ -146,10 +150,13 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "analyze", "Head analysis of a trained run: heads.json, attention.npy, report.html");
   static AnalyzeArgs a;
-  cmd->add_option("RUN_DIR", a.run_dir, "Run directory written by `headlab train`")->required();
-  cmd->add_option("--checkpoint", a.checkpoint,
+  add_path_option(*cmd, "RUN_DIR", a.run_dir, "Run directory written by `headlab train`",
+                  "a run directory", kRunDirReserve)
+      ->required();
+  add_path_option(*cmd, "--checkpoint", a.checkpoint,
                   "Analyze this checkpoint (step-NNNNNN or a path to one) instead of the latest; "
-                  "an earlier one is written into RUN_DIR/analysis/step-NNNNNN/")
+                  "an earlier one is written into RUN_DIR/analysis/step-NNNNNN/",
+                  kCheckpointExpected)
       ->type_name("NAME|PATH");
   add_int_option(
       *cmd, "--examples", a.examples, -1, 65536,

@@ -49,15 +49,18 @@ void add_step_options(CLI::App& cmd, bench::StepBenchOptions& o) {
   cmd.add_option("--preset", o.preset,
                  "Time the training step of the PyTorch reference's encoder: S, M or L")
       ->check(CLI::IsMember({"S", "M", "L"}));
-  cmd.add_option("--config", o.config,
-                 "Time the training step of this config (its task, batch, model and optimizer)");
+  add_path_option(cmd, "--config", o.config,
+                  "Time the training step of this config (its task, batch, model and optimizer)",
+                  "a config file");
   add_set_option(cmd, o.sets, "Override a key of --config, KEY=VALUE");
   add_int_option(cmd, "--steps", o.steps, 2, 1000000,
                  "Timed training steps (default: S 200, M 100, L 20, a config 100)");
   add_int_option(cmd, "--warmup", o.warmup, 1, 1000000,
                  "Warm-up steps before timing (default: S 20, M 10, L 5, a config 10)");
-  cmd.add_option("--backend", o.backend,
-                 "Kernel backend: auto, reference, blas, onednn (default: auto, or the config's)");
+  add_string_option(
+      cmd, "--backend", o.backend,
+      "Kernel backend: auto, reference, blas, onednn (default: auto, or the config's)",
+      "one of auto, reference, blas, onednn");
   add_int_option(cmd, "--seed", o.seed, 0, 1 << 30,
                  "Seed of the parameters and the batch (--preset)");
 }

@@ -44,6 +44,10 @@ void record_run_plugins(const std::filesystem::path& run_dir);
 std::string plugins_text();
 // The run and checkpoint that `eval` and `analyze` read (eval.cpp): RUN_DIR may itself be one of
 // the run's checkpoint directories; checkpoint "" means the latest.
+// What --checkpoint of eval and analyze expects (its refusals say it).
+inline constexpr const char* kCheckpointExpected =
+    "step-NNNNNN or a path to one of the run's checkpoint directories; without --checkpoint the "
+    "latest";
 struct RunCheckpoint {
   std::filesystem::path run_dir;
   std::string checkpoint;

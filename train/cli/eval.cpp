@@ -62,6 +62,7 @@ int run_eval(const EvalArgs& a) {
     // The config the checkpoint was trained with; --set may change what an evaluation measures.
     const Config config =
         parse_config(c.resolved_config, (c.dir / "config.resolved.toml").string(), a.sets);
+    check_memory_now(config, MemoryUse::evaluate);
     restored = std::make_unique<RunModel>(config);
     restored->restore(c, ConfigUse::evaluate, rc.run_dir);
   });
@@ -118,13 +119,15 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "eval", "Evaluate a checkpoint of a run (the latest by default) on seeded sentences");
   static EvalArgs args;
-  cmd->add_option("RUN_DIR", args.run_dir,
+  add_path_option(*cmd, "RUN_DIR", args.run_dir,
                   "Run directory written by `headlab train` (or one of its checkpoint "
-                  "directories)")
+                  "directories)",
+                  "a run directory")
       ->required();
-  cmd->add_option("--checkpoint", args.checkpoint,
+  add_path_option(*cmd, "--checkpoint", args.checkpoint,
                   "The checkpoint to evaluate: step-NNNNNN, or a path to one of the run's "
-                  "checkpoint directories (default: checkpoints/latest)")
+                  "checkpoint directories (default: checkpoints/latest)",
+                  kCheckpointExpected)
       ->type_name("NAME|PATH");
   add_set_option(*cmd, args.sets,
                  "Change what the evaluation measures, e.g. --set train.eval_seed=7 or --set "

@@ -83,13 +83,15 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
   static int threads = 1;
   static std::string only;
   static std::vector<std::string> plugins;
-  cmd->add_option("--backend", backend, "reference | blas | onednn | auto | all")
-      ->capture_default_str();
+  add_string_option(*cmd, "--backend", backend, "reference | blas | onednn | auto | all",
+                    "one of reference, blas, onednn, auto, all")
+      ->default_str(backend);
   cmd->add_flag("--json", json, "One JSON object per line and check");
   cmd->add_option("--seed", seed, "Seed of every case's inputs")->capture_default_str();
   add_int_option(*cmd, "--threads", threads, 0, 1024,
                  "Threads for oneDNN and OpenBLAS (0: all cores; default 1)");
-  cmd->add_option("--only", only, "Run only the cases with this name (e.g. softmax)");
+  add_string_option(*cmd, "--only", only, "Run only the cases with this name (e.g. softmax)",
+                    "the name of a case, e.g. softmax");
   add_plugin_option(cmd, plugins);  // their layers get the registry's generic case
   cmd->callback([&exit_code] {
     load_plugin_flags(plugins);

@@ -94,7 +94,8 @@ void add_info_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<InfoOptions>();
   add_int_option(*cmd, "--threads", opts->threads, 0, 1024,
                  "Threads for oneDNN and OpenBLAS (0: all cores)");
-  cmd->add_option("--backend", opts->backend, "reference | blas | onednn | auto");
+  add_string_option(*cmd, "--backend", opts->backend, "reference | blas | onednn | auto",
+                    "one of reference, blas, onednn, auto");
   add_plugin_option(cmd, opts->plugins);
   cmd->callback([opts, &exit_code] {
     load_plugin_flags(opts->plugins);

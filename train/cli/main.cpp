@@ -150,8 +150,10 @@ int run(CLI::App& app, int argc, char** argv) {
     return report_local(e.what(), cli::kUsage);
   } catch (const InternalError& e) {
     return report_local(e.what(), cli::kFailure);
-  } catch (const std::bad_alloc&) {
-    return report_local("out of memory", cli::kFailure);
+  } catch (const std::bad_alloc&) {  // more than the estimate, or the machine is busy
+    return report_local("out of memory: an allocation failed (std::bad_alloc)" +
+                            cli::memory_note() + "; lower the batch or model size, or free memory",
+                        cli::kUsage);
   } catch (const std::exception& e) {
     return report_local(e.what(), cli::kFailure);
   } catch (...) {

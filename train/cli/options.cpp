@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <limits>
 
@@ -10,9 +11,12 @@
 
 #include "core/error.h"
 #include "layers/option_schema.h"
+#include "train/io/files.h"
 
 namespace headlab::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::vector<std::string>& stored_command_line() {
   static std::vector<std::string> args;
@@ -60,6 +64,51 @@ CLI::Option* add_int_option(CLI::App& cmd, const std::string& name, int& value, 
                      std::min<int64_t>(hi, std::numeric_limits<int>::max()), doc);
 }
 
+void check_path_value(const std::string& name, const std::string& value,
+                      const std::string& expected, size_t reserve) {
+  if (value.empty()) fail("{}: the path is empty (expected {})", name, expected);
+  for (const fs::path& part : fs::path(value)) {
+    const std::string s = part.string();
+    if (s.size() > NAME_MAX)
+      fail(
+          "{}: the name '{}...' in the path is {} bytes, more than the {} bytes a file name may "
+          "have (NAME_MAX; expected {})",
+          name, s.substr(0, 24), s.size(), NAME_MAX, expected);
+  }
+  const size_t length = absolute_normal_path(value).string().size();
+  if (length + reserve > PATH_MAX - 1) {
+    const std::string below =
+        reserve > 0 ? fmt::format(", and headlab writes names of up to {} bytes below it", reserve)
+                    : std::string();
+    fail(
+        "{}: the path is {} bytes long as an absolute path{}: more than the {} bytes a path may "
+        "have (PATH_MAX; expected {})",
+        name, length, below, PATH_MAX - 1, expected);
+  }
+}
+
+CLI::Option* add_path_option(CLI::App& cmd, const std::string& name, std::string& value,
+                             const std::string& doc, const std::string& expected, size_t reserve) {
+  return cmd.add_option_function<std::string>(
+      name,
+      [&value, name, expected, reserve](const std::string& arg) {
+        check_path_value(name, arg, expected, reserve);
+        value = arg;
+      },
+      doc);
+}
+
+CLI::Option* add_string_option(CLI::App& cmd, const std::string& name, std::string& value,
+                               const std::string& doc, const std::string& expected) {
+  return cmd.add_option_function<std::string>(
+      name,
+      [&value, name, expected](const std::string& arg) {
+        if (arg.empty()) fail("{}: the value is empty (expected {})", name, expected);
+        value = arg;
+      },
+      doc);
+}
+
 CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const std::string& doc) {
   return cmd.add_option("--set", sets, doc)
       ->type_name("KEY=VALUE")
@@ -67,9 +116,30 @@ CLI::Option* add_set_option(CLI::App& cmd, std::vector<std::string>& sets, const
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+namespace {
+std::string memory_note_text;
+}
+
+void check_memory_now(const Config& config, MemoryUse use, int64_t examples) {
+  check_memory(config, use, examples);
+  const MemoryLimit limit = memory_limit(config);
+  memory_note_text =
+      fmt::format("; the estimate{} was {:.2f} GiB, within {}",
+                  use == MemoryUse::train      ? ""
+                  : use == MemoryUse::evaluate ? " of the evaluation"
+                                               : " of the head analysis",
+                  estimate_memory(config, use, examples).total_bytes() / (1024.0 * 1024.0 * 1024.0),
+                  limit.what);
+}
+
+std::string memory_note() {
+  return memory_note_text;
+}
+
 std::string exit_codes_text() {
   return "Exit codes: 0 done; 2 a mistake in the input, a file or the command line (one line "
-         "\"headlab: error: ...\" on stderr), or an output that cannot be written; 3 training "
+         "\"headlab: error: ...\" on stderr), an output that cannot be written, or memory that ran "
+         "out; 3 training "
          "stopped on a non-finite loss or value (the last checkpoint is kept); 128 + N stopped "
          "by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP; a checkpoint was written); 1 an "
          "internal error (a bug: please report it).";

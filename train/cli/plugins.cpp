@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "train/cli/commands.h"
+#include "train/cli/options.h"
 #include "train/io/files.h"
 #include "train/plugins/loader.h"
 #include "train/run/run_json.h"
@@ -32,6 +33,7 @@ void load_config_plugin(const fs::path& plugin) {
 }
 
 void load_plugin_flags(const std::vector<std::string>& plugins) {
+  for (const std::string& p : plugins) check_path_value("--plugin", p, "a shared library file");
   for (const std::string& p : plugins) {
     try {
       load_plugin(p);

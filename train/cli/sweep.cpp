@@ -39,6 +39,7 @@
 #include "train/report/report.h"
 #include "train/run/run_dir.h"
 #include "train/sweep/collect.h"
+#include "train/sweep/plan.h"
 
 namespace headlab::cli {
 namespace {
@@ -320,7 +321,7 @@ int run_sweep(const SweepArgs& a) {
 void add_sweep_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("sweep", "Train a grid of runs over config values and seeds");
   static SweepArgs a;
-  cmd->add_option("CONFIG", a.config, "Base TOML config")->required();
+  add_path_option(*cmd, "CONFIG", a.config, "Base TOML config", "a config file")->required();
   cmd->add_option("--over", a.over,
                   "KEY=V1,V2,... (repeat for a grid over several keys; values as --set takes "
                   "them: --over model.activation=relu,gelu)")
@@ -331,7 +332,10 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                  "Seeds per setting: train.seed + 0 .. N-1");
   add_set_option(*cmd, a.sets, "Override for every run, KEY=VALUE as for headlab train --set");
   add_plugin_option(cmd, a.plugins);
-  cmd->add_option("--out", a.out, "Sweep directory (default runs/sweep-<config name>)")
+  // The sweep's runs are directories in it, each with a run's files.
+  add_path_option(*cmd, "--out", a.out, "Sweep directory (default runs/sweep-<config name>)",
+                  "a sweep directory; without --out the sweep goes to runs/sweep-<config name>",
+                  kMaxRunNameBytes + 1 + kRunDirReserve)
       ->type_name("DIR");
   add_int_option(*cmd, "--jobs", a.jobs, 1, 256, "Runs trained at the same time");
   cmd->add_flag("--no-progress", a.no_progress, "Only one line per finished run");

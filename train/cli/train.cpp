@@ -13,6 +13,7 @@
 // (train/run/trainer.h). Rank 0 alone prints progress, runs the head analysis and prints the
 // summary.
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -24,6 +25,7 @@
 
 #include "core/error.h"
 #include "core/version.h"
+#include "train/analysis/analysis.h"
 #include "train/cli/commands.h"
 #include "train/cli/job.h"
 #include "train/cli/options.h"
@@ -198,6 +200,14 @@ std::unique_ptr<Trainer> prepare(const TrainArgs& a, RunDirPlan& plan) {
   Config config;
   on_every_rank(comm, [&] { config = load_config(a.config, a.sets, {}, load_config_plugin); });
   check_ranks_agree(config);
+  // The memory the run and its analysis will need, against what this machine has, before the
+  // model is built (a --dry-run builds it too).
+  on_every_rank(comm, [&] {
+    check_memory_now(config);
+    if (!a.no_analysis)
+      check_memory_now(config, MemoryUse::analyze,
+                       std::min(AnalysisOptions::kDefaultExamples, config.train.eval_batch_size));
+  });
   // Building the model writes nothing and finds what only the layers can check; the checkpoint
   // is checked before anything is written too.
   std::unique_ptr<Trainer> trainer;
@@ -273,15 +283,17 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("train", "Train a model from a TOML config (see configs/README.md)");
   static TrainArgs args;
-  cmd->add_option("CONFIG", args.config, "TOML config file, e.g. configs/dependency.toml")
+  add_path_option(*cmd, "CONFIG", args.config, "TOML config file, e.g. configs/dependency.toml",
+                  "a config file")
       ->required();
   add_set_option(*cmd, args.sets,
                  "Override a config key, e.g. --set model.heads=8, --set model.norm=post or "
                  "--set optim.betas=0.9,0.98 (TOML values work too; repeatable; applied before "
                  "validation)");
   add_plugin_option(cmd, args.plugins);
-  cmd->add_option("--out", args.out,
-                  "Run directory (default: runs/<config file name without .toml>)")
+  add_path_option(
+      *cmd, "--out", args.out, "Run directory (default: runs/<config file name without .toml>)",
+      "a run directory; without --out the run goes to runs/<config name>", kRunDirReserve)
       ->type_name("DIR");
   cmd->add_flag("--resume", args.resume,
                 "Continue the run in the output directory from checkpoints/latest");

@@ -1,13 +1,20 @@
 // Cross-field checks and the memory estimate: everything decided from the config alone, before
 // a single tensor is allocated.
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "train/config/config.h"
 #include "train/config/model.h"
+#include "train/io/files.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -26,7 +33,7 @@ int64_t parameter_count(const Config& c, const Task& task) {
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const Config& c) {
+MemoryEstimate estimate_memory(const Config& c, MemoryUse use, int64_t examples) {
   // The task object is a few small vectors; building it gives its exact sizes.
   const std::unique_ptr<Task> task = make_task(c.task);
   const ModelConfig& m = c.model;
@@ -40,13 +47,7 @@ MemoryEstimate estimate_memory(const Config& c) {
   MemoryEstimate e;
   e.parameters = parameter_count(c, *task);
   const double p = static_cast<double>(e.parameters);
-  // Values and gradients; with gradient accumulation also the reduction's running sum and, on
-  // the ranks after the first of a distributed run, one scaled gradient per micro-batch
-  // (train/distributed/reduce.h): at most grad_accum + 1 more copies.
-  const double accum = static_cast<double>(c.train.grad_accum);
-  e.parameter_bytes = 4 * (2 + (accum > 1 ? accum + 1 : 0)) * p;
   const double moments = c.optim.name == "sgd" ? (c.optim.momentum > 0 ? 1 : 0) : 2;
-  e.optimizer_bytes = 4 * moments * p;
 
   // Values the tape keeps per token and layer (normalised inputs, Q/K/V and their head-split
   // copies, attention output, FFN hidden and activation, residuals) plus the attention maps
@@ -59,37 +60,125 @@ MemoryEstimate estimate_memory(const Config& c) {
     const double ends = tokens * (4 * d + 3 * classes);
     return 4 * (layers + ends);
   };
-  e.activation_bytes = std::max(2 * activations(static_cast<double>(c.train.batch_size)),
-                                activations(static_cast<double>(c.train.eval_batch_size)));
+  const double eval_batch = static_cast<double>(c.train.eval_batch_size);
+  if (use == MemoryUse::train) {
+    // Values and gradients; with gradient accumulation also the reduction's running sum and, on
+    // the ranks after the first of a distributed run, one scaled gradient per micro-batch
+    // (train/distributed/reduce.h): at most grad_accum + 1 more copies.
+    const double accum = static_cast<double>(c.train.grad_accum);
+    e.parameter_bytes = 4 * (2 + (accum > 1 ? accum + 1 : 0)) * p;
+    e.optimizer_bytes = 4 * moments * p;
+    e.activation_bytes =
+        std::max(2 * activations(static_cast<double>(c.train.batch_size)), activations(eval_batch));
+    return e;
+  }
+  // eval and analyze: the model, and the checkpoint it was restored from (its weights and
+  // optimizer state, read whole); the analysis' gate gradients run backward, so it adds the
+  // parameters' gradients and the activations' gradients, and keeps the attention maps of
+  // `examples` sentences (attention.npy).
+  const bool analysis = use == MemoryUse::analyze;
+  e.parameter_bytes = 4 * (analysis ? 3 : 2) * p;
+  e.optimizer_bytes = 4 * moments * p;
+  // The analysis also holds its whole evaluation set (train.eval_batches batches of int32
+  // features, labels and gold partners).
+  const double kept = static_cast<double>(std::max<int64_t>(examples, 0)) *
+                      static_cast<double>(m.layers) * h * T * T * 4;
+  const double columns =
+      static_cast<double>(task->features().size() + 1 + task->relations().size());
+  const double eval_set = static_cast<double>(c.train.eval_batches) * eval_batch * T * columns * 4;
+  e.activation_bytes =
+      analysis ? 2 * activations(eval_batch) + kept + eval_set : activations(eval_batch);
   return e;
 }
 
 namespace {
 
-// Throws naming the size that drives the estimate when it exceeds runtime.max_memory_gb.
-void check_memory(const Config& c) {
-  const MemoryEstimate e = estimate_memory(c);
-  const double limit = c.runtime.max_memory_gb * 1024.0 * 1024.0 * 1024.0;
-  if (e.total_bytes() > limit) {
-    // Point at the explicitly set size that drives the estimate, else at the limit itself.
-    std::string key = "runtime.max_memory_gb";
-    if (!c.origins.contains(key))
-      for (const char* k : {"train.batch_size", "train.eval_batch_size", "model.d_model",
-                            "model.d_ff", "model.layers", "model.heads", "model.head_dim"})
-        if (c.origins.contains(k)) {
-          key = k;
-          break;
-        }
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    fail(
-        "{}: {}: estimated memory {:.2f} GiB (parameters and gradients {:.2f}, optimizer state "
-        "{:.2f}, activations {:.2f}) exceeds runtime.max_memory_gb = {}",
-        c.where(key), key, e.total_bytes() / gib, e.parameter_bytes / gib, e.optimizer_bytes / gib,
-        e.activation_bytes / gib, c.runtime.max_memory_gb);
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The memory of the machine this process may use: MemTotal, or the cgroup's memory.max where
+// that is lower; 0 when neither is known.
+double machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  double bytes = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  try {
+    const std::string text = read_file("/sys/fs/cgroup/memory.max", 64);
+    char* end = nullptr;
+    const double cgroup = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() && cgroup > 0 && (bytes == 0 || cgroup < bytes)) bytes = cgroup;
+  } catch (const Error&) {  // no cgroup v2 limit here ("max" reads as no number)
   }
+  return bytes;
+}
+
+const char* use_name(MemoryUse use) {
+  switch (use) {
+    case MemoryUse::train:
+      return "";
+    case MemoryUse::evaluate:
+      return " of the evaluation";
+    case MemoryUse::analyze:
+      return " of the head analysis";
+  }
+  return "";
 }
 
 }  // namespace
+
+MemoryLimit memory_limit(const Config& c) {
+  const double configured = c.runtime.max_memory_gb * kGiB;
+  MemoryLimit limit{configured, fmt::format("runtime.max_memory_gb = {}", c.runtime.max_memory_gb)};
+  if (const double machine = machine_memory_bytes(); machine > 0 && machine < limit.bytes)
+    limit = {machine, fmt::format("this machine's physical memory, {:.2f} GiB (runtime."
+                                  "max_memory_gb = {} is higher)",
+                                  machine / kGiB, c.runtime.max_memory_gb)};
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+      static_cast<double>(as.rlim_cur) < limit.bytes)
+    limit = {static_cast<double>(as.rlim_cur),
+             fmt::format("the address-space limit of this process (ulimit -v), {:.2f} GiB",
+                         static_cast<double>(as.rlim_cur) / kGiB)};
+  return limit;
+}
+
+namespace {
+
+// Throws naming the size that drives the estimate when it exceeds `limit`.
+void check_memory_within(const Config& c, MemoryUse use, int64_t examples,
+                         const MemoryLimit& limit) {
+  const MemoryEstimate e = estimate_memory(c, use, examples);
+  if (e.total_bytes() <= limit.bytes) return;
+  // Point at the explicitly set size that drives the estimate, else at the limit itself.
+  // A key an override set comes first (a resolved config names every key), then one the file
+  // sets.
+  std::string key;
+  for (const bool by_override : {true, false})
+    for (const char* k : {"runtime.max_memory_gb", "train.batch_size", "train.eval_batch_size",
+                          "train.eval_batches", "model.d_model", "model.d_ff", "model.layers",
+                          "model.heads", "model.head_dim"}) {
+      const auto it = c.origins.find(k);
+      const bool counts = use == MemoryUse::train ? std::string(k) != "train.eval_batches"
+                                                  : std::string(k) != "train.batch_size";
+      if (key.empty() && counts && it != c.origins.end() &&
+          (!by_override || it->second.rfind("--", 0) == 0))
+        key = k;
+    }
+  if (key.empty()) key = "runtime.max_memory_gb";
+  const char* parameters = use == MemoryUse::train ? "parameters and gradients"
+                           : use == MemoryUse::evaluate
+                               ? "parameters and the checkpoint's"
+                               : "parameters, gradients and the checkpoint's";
+  fail(
+      "{}: {}: estimated memory{} {:.2f} GiB ({} {:.2f}, optimizer state {:.2f}, activations "
+      "{:.2f}) exceeds {}",
+      c.where(key), key, use_name(use), e.total_bytes() / kGiB, parameters,
+      e.parameter_bytes / kGiB, e.optimizer_bytes / kGiB, e.activation_bytes / kGiB, limit.what);
+}
+
+}  // namespace
+
+void check_memory(const Config& c, MemoryUse use, int64_t examples) {
+  check_memory_within(c, use, examples, memory_limit(c));
+}
 
 void validate_config(const Config& c) {
   const ModelConfig& m = c.model;
@@ -122,7 +211,11 @@ void validate_config(const Config& c) {
     fail("{}: schedule.warmup_steps = {} must be >= 1 for warmup_inverse_sqrt",
          c.where("schedule.warmup_steps"), s.warmup_steps);
 
-  check_memory(c);
+  // Against runtime.max_memory_gb alone: a config means the same on every machine. What the
+  // machine has is checked where memory is about to be used (check_memory, by the CLI).
+  check_memory_within(c, MemoryUse::train, 0,
+                      {c.runtime.max_memory_gb * kGiB,
+                       fmt::format("runtime.max_memory_gb = {}", c.runtime.max_memory_gb)});
 }
 
 }  // namespace headlab

@@ -136,8 +136,17 @@ Config parse_config(std::string_view toml_text, std::string_view source_name,
 // by load_config/parse_config; throws headlab::Error naming the key(s) and position.
 void validate_config(const Config& config);
 
-// Approximate bytes a training run needs: parameters, gradients, optimizer state, and the
-// activations the tape keeps for one training batch (or one evaluation batch, if larger).
+// What the memory is estimated for. `train`: parameters, gradients, optimizer state, and the
+// activations the tape keeps for one training batch and their gradients (or one evaluation
+// batch, if larger). `evaluate` (eval): parameters and one evaluation batch's activations, no
+// tape. `analyze` (the head analysis, also the one at the end of `headlab train`): parameters
+// and their gradients, one evaluation batch's activations and their gradients (the gate
+// gradients run backward over evaluation batches) and the attention maps kept for
+// attention.npy.
+enum class MemoryUse { train, evaluate, analyze };
+
+// Approximate bytes `use` needs. `examples`: the sentences whose attention maps the analysis
+// keeps (analyze only).
 struct MemoryEstimate {
   int64_t parameters = 0;  // count
   double parameter_bytes = 0;
@@ -145,7 +154,27 @@ struct MemoryEstimate {
   double activation_bytes = 0;
   double total_bytes() const { return parameter_bytes + optimizer_bytes + activation_bytes; }
 };
-MemoryEstimate estimate_memory(const Config& config);
+MemoryEstimate estimate_memory(const Config& config, MemoryUse use = MemoryUse::train,
+                               int64_t examples = 0);
+
+// The memory an estimate must stay within: the smallest of runtime.max_memory_gb, this
+// machine's physical memory (MemTotal, or the cgroup's memory.max where that is lower) and the
+// address-space limit (ulimit -v). A config asking more than the machine has would only meet
+// the OOM killer (exit 137, no message) or std::bad_alloc, so raising runtime.max_memory_gb
+// never lifts the limit above what is there.
+struct MemoryLimit {
+  double bytes = 0;
+  std::string what;  // "runtime.max_memory_gb = 8", "this machine's physical memory, 23.4 GiB
+                     // (runtime.max_memory_gb = 1000 is higher)", ...
+};
+MemoryLimit memory_limit(const Config& config);
+
+// Throws headlab::Error when estimate_memory(config, use, examples) exceeds memory_limit(config),
+// naming the explicitly set size that drives it (else runtime.max_memory_gb), the estimate, its
+// parts and the limit. validate_config checks the `train` estimate against runtime.max_memory_gb
+// alone (a config is valid or not on every machine); a program calls this right before it
+// allocates a model (the CLI: train and its --dry-run, eval, analyze, bench --config).
+void check_memory(const Config& config, MemoryUse use = MemoryUse::train, int64_t examples = 0);
 
 // The resolved config as TOML: every key, defaults filled, in schema order, after a comment
 // listing the overrides (Config::overrides). Parsing it back gives an equal config.

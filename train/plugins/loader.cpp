@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "train/io/files.h"
 #include "train/io/sha256.h"
+#include "train/plugins/elf_check.h"
 #include "train/plugins/plugin.h"
 
 namespace headlab {
@@ -164,9 +165,14 @@ std::string PluginItem::describe() const {
 }
 
 LoadedPlugin load_plugin(const fs::path& path, std::string_view expected_sha256) {
+  if (path.empty()) refuse("", "the path is empty (expected a shared library file)");
   const fs::path absolute = absolute_normal_path(path);
   const std::string name = absolute.string();
   check_file(name, absolute);
+  // Before dlopen maps it (a truncated file would end the process with SIGBUS) and before it is
+  // hashed (a huge file is refused by its size).
+  if (const std::string problem = elf_file_problem(absolute); !problem.empty())
+    refuse(name, "cannot be loaded as a shared library: " + problem);
   const fs::path canonical = fs::canonical(absolute);
   const std::string sha = sha256_file(absolute);
   if (!expected_sha256.empty() && sha != expected_sha256)

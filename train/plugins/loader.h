@@ -3,8 +3,11 @@
 // library never prints: every refusal is a headlab::Error of one line that starts with
 // "plugin '<absolute path>': " and names the cause:
 //
+//   the path is empty (expected a shared library file)
 //   no such file / is a directory, not a shared library file
-//   cannot be loaded as a shared library: <dlerror>     (not ELF, missing symbols, ...)
+//   cannot be loaded as a shared library: <why>    (checked before dlopen, elf_check.h: too
+//       large, not ELF, another machine or class, not ET_DYN, truncated; then dlerror's
+//       message: missing symbols, ...)
 //   has no entry point headlab_plugin_entry             (no HEADLAB_PLUGIN in it)
 //   its entry point does not answer the headlab handshake
 //   was built against headlab 0.1.0 (plugin ABI 3), but this is headlab 0.2.0 (plugin ABI 4)
