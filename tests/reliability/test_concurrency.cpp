@@ -421,9 +421,11 @@ TEST_CASE("train: signals the printed continue-command escapes control character
   const std::string marker = "continue with: ";
   const size_t at = line.find(marker);
   REQUIRE_MESSAGE(at != std::string::npos, line);
-  // The command's words, as bash splits and unquotes them, one per line of printf's output.
+  // The command's words, as bash splits and unquotes them, NUL-separated by printf.
   const std::string command = line.substr(at + marker.size());
-  const RunResult words = run_cli({"-c", "printf '%s\\0' " + command}, {.program = "/bin/bash"});
+  RunOptions bash;
+  bash.program = "/bin/bash";
+  const RunResult words = run_cli({"-c", "printf '%s\\0' " + command}, bash);
   REQUIRE_MESSAGE(words.exit_code == 0, words.describe());
   std::vector<std::string> args;
   for (size_t from = 0; from < words.out.size();) {

@@ -148,7 +148,9 @@ TEST_CASE("train: crash SIGKILL or EIO at every rename of analyze leaves one set
   copy_tree(base, counted);
   std::vector<std::string> args = again;
   args[1] = counted.string();
-  const RunResult c = run_cli(args, {.env = shim_env("", counts)});
+  RunOptions shimmed;
+  shimmed.env = shim_env("", counts);
+  const RunResult c = run_cli(args, shimmed);
   REQUIRE_MESSAGE(c.exit_code == 0, c.describe());
   std::istringstream words(read_bytes(counts));
   std::string word;
@@ -163,7 +165,9 @@ TEST_CASE("train: crash SIGKILL or EIO at every rename of analyze leaves one set
       const fs::path run = tmp / ("run-" + std::to_string(k) + (*how ? "-eio" : ""));
       copy_tree(base, run);
       args[1] = run.string();
-      const RunResult killed = run_cli(args, {.env = shim_env(when)});
+      RunOptions shimmed;
+      shimmed.env = shim_env(when);
+      const RunResult killed = run_cli(args, shimmed);
       if (*how)
         CHECK_MESSAGE(killed.exit_code == 2, when << ": " << killed.describe());
       else
