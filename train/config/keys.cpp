@@ -293,7 +293,10 @@ void runtime_keys(std::vector<Key>& k) {
   k.push_back(key_of("runtime.max_memory_gb", &C::runtime, &U::max_memory_gb)
                   .range(0, 1e6, true)
                   .is(KeyClass::runtime)
-                  .doc("Refuse configs whose estimated memory exceeds this many GiB."));
+                  .doc("Refuse configs whose estimated training memory exceeds this many GiB; "
+                       "before building a model, train, eval, analyze and bench also check their "
+                       "own estimate against the least of this, the machine's memory and "
+                       "ulimit -v."));
   k.push_back(key_of("runtime.dist_timeout", &C::runtime, &U::dist_timeout)
                   .range(1, 1e6)
                   .is(KeyClass::runtime)
