@@ -124,6 +124,11 @@ RunDirPlan check_create(const fs::path& dir, DirKind kind, Marker marker) {
   const std::vector<std::string> names = contents(dir);
   if (marker == Marker::none) {
     if (names.empty()) return RunDirPlan::adopt_empty;
+    // A marker that appeared between the two looks: another process is claiming the directory
+    // right now (two runs started together); judge by its marker, as a later look would.
+    if (std::find(names.begin(), names.end(), kMarker) != names.end())
+      if (const Marker now = marker_of(dir); now != Marker::none)
+        return check_create(dir, kind, now);
     fail("'{}' is not empty and was not created by headlab (it holds '{}'): choose another --out",
          dir.string(), names[0]);
   }
