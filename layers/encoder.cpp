@@ -3,6 +3,7 @@
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/dropout.h"
+#include "layers/hooks.h"
 
 namespace headlab {
 namespace {
@@ -70,6 +71,13 @@ Encoder::Encoder(const EncoderOptions& options, Rng& rng)
       std::make_shared<Linear>(LinearOptions{o.d_model, o.num_classes, true, o.init}, rng));
 }
 
+void Encoder::attach_hooks(Hooks* hooks, const std::string& prefix) {
+  Module::attach_hooks(hooks, prefix);  // embeddings.F., positions., classifier.
+  for (size_t l = 0; l < layers_.size(); ++l)
+    layers_[l]->attach_hooks(hooks, prefix + block_hook(static_cast<int64_t>(l), ""));
+  if (final_norm_) final_norm_->attach_hooks(hooks, prefix + "ln_final.");
+}
+
 EncoderLayer& Encoder::layer(int64_t l) {
   if (l < 0 || l >= num_layers())
     fail("encoder: layer {} out of range (the encoder has {} layers)", l, num_layers());
@@ -96,7 +104,7 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   Var x = embeddings_[0]->forward(features[0], ids_shape);  // [B, T, D]
   for (size_t f = 1; f < features.size(); ++f)
     x = add(x, embeddings_[f]->forward(features[f], ids_shape));
-  x = positions_->forward(x);
+  x = hook("hook_embed", positions_->forward(x));
   if (is_training() && options_.dropout > 0.0f)
     x = dropout(x, options_.dropout, *dropout_rng_, true);
 

@@ -26,6 +26,11 @@
 //   // dropout: model.dropout_rng().set_position(step, first_sample) before a training forward
 //   // checkpoint: model.state_dict() (dropout masks are keyed, nothing else to save)
 //
+// Hook points (layers/hooks.h): hook_embed (the embeddings with positions, before dropout),
+// blocks.L.* (layers/encoder_layer.h: hook_resid_pre/mid/post, attn.hook_q/k/v/scores/pattern/z,
+// mlp.hook_post), ln_final.* for a final norm that has points. Read them with a Hooks cache and
+// HookGuard(model, hooks) around a forward; edit them with Hooks::edit.
+//
 // Parameter names: embeddings.<f>.weight, positions.weight (learned only),
 // layers.<l>.attn.in_proj_{weight,bias}, layers.<l>.{attn.w_o,ffn.{w1,w2}}.{weight,bias},
 // layers.<l>.norm{1,2}.*,
@@ -103,6 +108,9 @@ class Encoder : public Module {
   }
 
   const EncoderOptions& options() const { return options_; }
+  // Blocks under "blocks.L." (not their parameter names' "layers.L."), the final norm under
+  // "ln_final.".
+  void attach_hooks(Hooks* hooks, const std::string& prefix) override;
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   EncoderLayer& layer(int64_t l);
   MultiHeadAttention& attention(int64_t l) { return *layer(l).attn; }

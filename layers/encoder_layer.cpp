@@ -54,6 +54,14 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
   norm2 = register_module("norm2", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
 }
 
+void EncoderLayer::attach_hooks(Hooks* hooks, const std::string& prefix) {
+  Module::attach_hooks(hooks, prefix);  // this block's own points, and children by name
+  attn->attach_hooks(hooks, prefix + "attn.");
+  ffn->attach_hooks(hooks, prefix + "mlp.");
+  norm1->attach_hooks(hooks, prefix + "ln1.");
+  norm2->attach_hooks(hooks, prefix + "ln2.");
+}
+
 Var EncoderLayer::residual_dropout(const Var& y) {
   if (!is_training() || options_.dropout == 0.0f) return y;
   return dropout(y, options_.dropout, *dropout_rng_, true);
@@ -65,17 +73,24 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
     fail("encoder_layer: input shape {} must be [B, T, {}]", x.shape().str(), options_.d_model);
   AttentionOutput a;
   Var y;
+  const Var in = hook("hook_resid_pre", x);
   if (options_.norm == NormPosition::pre) {
-    Var n = norm1->forward(x);
+    Var n = norm1->forward(in);
     a = attn->forward(n, n, n, key_padding_mask, attn_mask, need_weights);
-    y = add(x, residual_dropout(a.output));
+    y = hook("hook_resid_mid", add(in, residual_dropout(a.output)));
     y = add(y, residual_dropout(ffn->forward(norm2->forward(y))));
   } else {
-    a = attn->forward(x, x, x, key_padding_mask, attn_mask, need_weights);
+    a = attn->forward(in, in, in, key_padding_mask, attn_mask, need_weights);
     // norm(x + r); a LayerNorm slot fuses the addition (LayerNorm::forward_sum).
-    y = norm1->forward_sum(x, residual_dropout(a.output));
+    y = hook("hook_resid_mid", norm1->forward_sum(in, residual_dropout(a.output)));
     y = norm2->forward_sum(y, residual_dropout(ffn->forward(y)));
   }
+  y = hook("hook_resid_post", y);
+  if (need_weights && !a.weights.defined())
+    fail(
+        "encoder_layer: attention layer '{}' returned no weights though they were asked for "
+        "(need_weights): its forward must return AttentionOutput::weights [B, h, T, S] then",
+        options_.attention_layer.name);
   return {y, a.weights};
 }
 

@@ -12,9 +12,13 @@
 // values below as inherited options (d_model, heads, head_dim, d_ff, activation, attn_dropout,
 // init) plus the slot's own table.
 // Children: "attn", "ffn", "norm1", "norm2".
+// Hook points (layers/hooks.h), under the prefix the encoder gives ("blocks.L."): hook_resid_pre
+// (the input), hook_resid_mid (after the attention's residual; post-norm: after norm1),
+// hook_resid_post (the output); the slots' points under "attn.", "mlp.", "ln1." and "ln2.".
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "core/rng.h"
@@ -66,6 +70,8 @@ class EncoderLayer : public Module {
                              const Tensor* attn_mask = nullptr, bool need_weights = false);
 
   const EncoderLayerOptions& options() const { return options_; }
+  // The slots' points go under the hook vocabulary's names: attn., mlp., ln1., ln2.
+  void attach_hooks(Hooks* hooks, const std::string& prefix) override;
   // The parameter count of EncoderLayer(options, ...), from the slots' counters (nothing
   // allocated; see layer_parameter_count).
   static int64_t parameter_count(const EncoderLayerOptions& options);

@@ -35,6 +35,7 @@ Var FeedForward::forward(const Var& x) {
   // [.., d_ff]; ReLU runs in the GEMM's epilogue (linear with relu = relu(w1->forward(x))).
   Var h = options_.activation == Activation::gelu ? gelu(w1->forward(x))
                                                   : linear(x, w1->weight, w1->bias, true);
+  h = hook("hook_post", h);
   if (is_training() && options_.activation_dropout > 0.0f)
     h = dropout(h, options_.activation_dropout, *dropout_rng_, true);
   return w2->forward(h);

@@ -4,6 +4,7 @@
 // act is ReLU or GELU (exact, erf). Optional dropout on the hidden activation (PyTorch's
 // TransformerEncoderLayer has it; the paper does not): activation_dropout, default 0.
 // Children "w1" (Linear d_model -> d_ff) and "w2" (Linear d_ff -> d_model), PyTorch init.
+// Hook point (layers/hooks.h): hook_post, act(W1 x + b1) [.., d_ff], before the dropout.
 
 #include <cstdint>
 #include <memory>

@@ -5,6 +5,7 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
+#include "layers/hooks.h"
 #include "layers/qkv_state.h"
 
 namespace headlab {
@@ -49,6 +50,24 @@ std::vector<std::pair<std::string, Module*>> Module::named_children() const {
   std::vector<std::pair<std::string, Module*>> out;
   for (const auto& [name, child] : children_) out.emplace_back(name, child.get());
   return out;
+}
+
+void Module::attach_hooks(Hooks* hooks, const std::string& prefix) {
+  hooks_ = hooks;
+  hook_prefix_ = prefix;
+  for (auto& [name, child] : children_) child->attach_hooks(hooks, prefix + name + ".");
+}
+
+Var Module::apply_hook(std::string_view point, const Var& x) {
+  return hooks_->apply(hook_prefix_ + std::string(point), x);
+}
+
+bool Module::hooked(std::string_view point) const {
+  return hooks_ && hooks_->wants(hook_prefix_ + std::string(point));
+}
+
+bool Module::hook_edited(std::string_view point) const {
+  return hooks_ && hooks_->edits(hook_prefix_ + std::string(point));
 }
 
 void Module::train(bool on) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "core/state_dict.h"
 
 namespace headlab {
+
+class Hooks;
 
 struct NamedParameter {
   std::string name;
@@ -48,7 +51,23 @@ class Module {
   // saved under their older names (w_q, w_k, w_v) are stacked first (layers/qkv_state.h).
   void load_state_dict(const StateDict& state);
 
+  // Hook points (layers/hooks.h): attaches `hooks` (null detaches) to this module, whose points
+  // are then named prefix + point, and to its children, each under prefix + its name + ".". A
+  // module whose children take other names in the hook vocabulary (the Encoder's "layers.0" is
+  // "blocks.0", a block's "ffn" is "mlp") overrides this.
+  virtual void attach_hooks(Hooks* hooks, const std::string& prefix);
+  Hooks* attached_hooks() const { return hooks_; }
+
  protected:
+  // The value of hook point `point` (named hook_prefix() + point) to go on with: x itself
+  // when no hooks are attached (one null test) or none wants the point, else what the hooks
+  // make of it (Hooks::apply).
+  Var hook(std::string_view point, const Var& x) { return hooks_ ? apply_hook(point, x) : x; }
+  // Whether an attached hook reads or edits `point` (a layer may take another path for it).
+  bool hooked(std::string_view point) const;
+  bool hook_edited(std::string_view point) const;
+  const std::string& hook_prefix() const { return hook_prefix_; }
+
   // Registers a parameter (requires_grad) initialised to `init`; returns its Var.
   Var register_parameter(std::string name, Tensor init);
   // Registers a child module; returns it for assignment to the member of the same name.
@@ -61,10 +80,13 @@ class Module {
  private:
   void add_child(std::string name, std::shared_ptr<Module> module);
   void collect(const std::string& prefix, NamedParameters& out) const;
+  Var apply_hook(std::string_view point, const Var& x);
 
   NamedParameters parameters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  Hooks* hooks_ = nullptr;
+  std::string hook_prefix_;
 };
 
 // A layer that maps one sequence to another of the same kind: x [.., D] -> [.., D'] (norms,

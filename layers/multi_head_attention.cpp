@@ -103,12 +103,16 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   if (bias.defined())
     check_shape("multi_head_attention", "attention_bias", bias.shape(), {h, t, s});
 
-  // Fast path (self-attention, no bias; weights only where no gradient is recorded, as in
-  // evaluation, since the fused op's are constants): one GEMM for Q, K and V, the fused
-  // attention op and, unless the gate is all ones, the gate on the merged heads; the same
-  // function as below.
+  // Fast path (self-attention, no bias or transform, no hook that needs the per-head values;
+  // weights only where no gradient is recorded, as in evaluation, since the fused op's are
+  // constants): one GEMM for Q, K and V, the fused attention op and, unless the gate is all
+  // ones, the gate on the merged heads; the same function as below.
+  const bool pattern_wanted = need_weights || hooked("hook_pattern");
+  const bool per_head_hooks = hooked("hook_q") || hooked("hook_k") || hooked("hook_v") ||
+                              hooked("hook_scores") || hook_edited("hook_pattern");
   if (query.node() == key.node() && query.node() == value.node() &&
-      (!need_weights || !grad_enabled()) && !bias.defined()) {
+      (!pattern_wanted || !grad_enabled()) && !bias.defined() && !score_transform_ &&
+      !pattern_transform_ && !per_head_hooks) {
     Var qkv = linear(query, in_proj_weight, in_proj_bias);  // [B, T, 3 h d]
     AttentionOptions ao;
     ao.heads = h;
@@ -118,36 +122,66 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
     ao.dropout = drop ? options_.attn_dropout : 0.0f;
     ao.rng = dropout_rng_.get();
     Tensor weights;
-    if (need_weights) ao.weights = &weights;
+    if (pattern_wanted) ao.weights = &weights;
     Var heads = self_attention(qkv, ao);  // [B, T, h*d]
+    const Var pattern = pattern_wanted ? hook("hook_pattern", Var(weights)) : Var();
     if (!gate_is_identity()) heads = head_gate_merged(heads, gate_);
-    return {w_o->forward(heads), need_weights ? Var(weights) : Var()};
+    heads = hook_heads("hook_z", heads);
+    return {w_o->forward(heads), need_weights ? pattern : Var()};
   }
 
   // Part j's projection (0 Q, 1 K, 2 V) with row block j of in_proj_weight; column block i of
   // its output (rows [j h d + i d, j h d + (i + 1) d)) is head i's, which split_heads moves to
   // its own [T, d] slab so one batched GEMM scores all heads.
   const int64_t inner = h * head_dim_;
-  auto project = [&](const Var& x, int64_t j) {
+  auto project = [&](const Var& x, int64_t j, std::string_view point) {
     const Var w = slice(in_proj_weight, 0, j * inner, (j + 1) * inner);
     const Var b = options_.bias ? slice(in_proj_bias, 0, j * inner, (j + 1) * inner) : Var();
-    return split_heads(linear(x, w, b), h);
+    return split_heads(hook_heads(point, linear(x, w, b)), h);
   };
-  Var q = project(query, 0);                                              // [B, h, T, d]
-  Var k = project(key, 1);                                                // [B, h, S, d]
-  Var v = project(value, 2);                                              // [B, h, S, d]
+  Var q = project(query, 0, "hook_q");                                    // [B, h, T, d]
+  Var k = project(key, 1, "hook_k");                                      // [B, h, S, d]
+  Var v = project(value, 2, "hook_v");                                    // [B, h, S, d]
   Var scores = headlab::scale(batched_matmul(q, k, false, true), scale);  // [B, h, T, S]
   if (bias.defined()) scores = add(scores, bias);  // [h, T, S] broadcast over B
+  if (score_transform_) {
+    const Shape before = scores.shape();
+    scores = score_transform_(scores);
+    check_shape("multi_head_attention", "the score transform's result", scores.shape(), before);
+  }
   if (key_padding_mask) scores = masked_fill(scores, key_padding_mask->view({b, 1, 1, s}), kMasked);
   if (attn_mask) scores = masked_fill(scores, attn_mask->view({1, 1, t, s}), kMasked);
+  scores = hook("hook_scores", scores);
   Var weights = softmax(scores);  // masked keys get 0; fully masked rows are all 0
+  if (pattern_transform_) {
+    weights = pattern_transform_(weights);
+    check_shape("multi_head_attention", "the pattern transform's result", weights.shape(),
+                scores.shape());
+  }
+  weights = hook("hook_pattern", weights);
 
   Var attend = weights;
   if (drop) attend = dropout(weights, options_.attn_dropout, *dropout_rng_, true);
   Var heads = batched_matmul(attend, v);  // [B, h, T, d]
   if (!gate_is_identity()) heads = headlab::head_gate(heads, gate_);
-  Var out = w_o->forward(merge_heads(heads));  // [B, T, h*d] -> [B, T, d_model]
+  Var out = w_o->forward(hook_heads("hook_z", merge_heads(heads)));  // [B, T, h*d] -> [B, T, D]
   return {out, need_weights ? weights : Var()};
+}
+
+void MultiHeadAttention::set_score_transform(AttentionTransform transform) {
+  score_transform_ = std::move(transform);
+}
+
+void MultiHeadAttention::set_pattern_transform(AttentionTransform transform) {
+  pattern_transform_ = std::move(transform);
+}
+
+Var MultiHeadAttention::hook_heads(std::string_view point, const Var& merged) {
+  if (!attached_hooks()) return merged;
+  const Shape shape = merged.shape();  // [B, T, h*d]
+  const int64_t h = options_.heads;
+  const Var z = hook(point, reshape(merged, {shape[0], shape[1], h, shape[2] / h}));
+  return reshape(z, shape);
 }
 
 Var MultiHeadAttention::attention_bias(int64_t, int64_t) {

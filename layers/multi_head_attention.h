@@ -28,11 +28,27 @@
 // fused op with the output, the same bits as without weights; with gradients, from the composed
 // per-head ops, so that a loss can flow through them.
 //
-// Extension point: a subclass may add a bias to every head's scores by overriding
-// attention_bias() (below): A_i = softmax(Q_i K_i^T / sqrt(d) + bias_i + masks). ALiBi's
-// -m_i |t - s| (examples/plugin/alibi_attention.h) and learned relative-position biases are of
-// this form; need_weights, the gate, dropout and the head analysis work on such a layer
-// unchanged, since it runs this class's own per-head path.
+// Extension points, for attention variants that keep this class's path (projections, head
+// split, masks, softmax, dropout, gate, merge, hook points) and change one step of it:
+//   attention_bias() (virtual, below): an additive per-head bias,
+//     A_i = softmax(Q_i K_i^T / sqrt(d) + bias_i + masks). ALiBi's -m_i |t - s|
+//     (examples/plugin/alibi_attention.h) and learned relative-position biases are of this form.
+//   set_score_transform(f): scores [B, h, T, S] -> new scores of that shape, after the scale and
+//     the bias and before the masks (talking heads, Shazeer et al. 2020: a learned h x h mix of
+//     the heads' logits, which no additive bias can express).
+//   set_pattern_transform(f): the softmax's output [B, h, T, S] -> the weights that multiply V
+//     (talking heads' second mix).
+// A layer with any of them takes the per-head path (the fused kernel knows none of them);
+// need_weights, the gate, dropout, the hook points and the head analysis work on it unchanged.
+//
+// Hook points (layers/hooks.h), under the prefix the encoder gives ("blocks.L.attn."):
+// hook_q, hook_k, hook_v [B, T, h, d] after the projections; hook_scores [B, h, T, S] as the
+// softmax sees them (masked keys -inf); hook_pattern [B, h, T, S], the weights (after the
+// pattern transform, before dropout); hook_z [B, T, h, d], the heads' outputs side by side (after
+// the gate) before W_o. Reading or editing any of hook_q, hook_k, hook_v, hook_scores, or editing
+// hook_pattern, takes the per-head path; reading hook_pattern where no gradient is recorded and
+// anything at hook_z keep the fused one. A subclass that writes its own forward passes its
+// values through the same points with hook(name, value) (Module) and hook_heads() below.
 // Parameters: "in_proj_weight", "in_proj_bias" (with bias) and the child "w_o" (Linear h*d ->
 // d_model). Self-attention projects with one GEMM each way straight from in_proj_weight;
 // cross-attention (key or value another Var than query) projects each input with its row block
@@ -44,8 +60,10 @@
 // inputs or masks of the wrong shape, naming the argument and both shapes.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "core/rng.h"
 #include "core/sample_rng.h"
@@ -115,6 +133,19 @@ class MultiHeadAttention : public SequenceLayer {
   // naming the shapes when the bias is not [h, T, S].
   virtual Var attention_bias(int64_t query_len, int64_t key_len);
 
+  // See the top. Set once, from the subclass's constructor; the function may use the layer's
+  // parameters (registered by the subclass) and the ops of autograd/ops.h. forward() throws
+  // naming the transform and both shapes when its result's shape is not its input's.
+  using AttentionTransform = std::function<Var(const Var&)>;
+  void set_score_transform(AttentionTransform transform);
+  void set_pattern_transform(AttentionTransform transform);
+
+  // Hook point `point` for heads side by side, merged [B, T, h*d]: the hook sees (and an edit
+  // returns) them as [B, T, h, d]; the value goes on merged. Free without hooks attached.
+  Var hook_heads(std::string_view point, const Var& merged);
+  // The generator of attention dropout's masks, for a subclass that draws its own.
+  SampleRng& dropout_rng() { return *dropout_rng_; }
+
  private:
   void check_inputs(const Var& query, const Var& key, const Var& value,
                     const Tensor* key_padding_mask, const Tensor* attn_mask) const;
@@ -124,6 +155,7 @@ class MultiHeadAttention : public SequenceLayer {
   int64_t head_dim_ = 0;
   Var gate_;
   std::shared_ptr<SampleRng> dropout_rng_;
+  AttentionTransform score_transform_, pattern_transform_;
 };
 
 // Averages per-head weights [B, h, T, S] over heads -> [B, T, S] (what PyTorch returns by

@@ -1,12 +1,14 @@
 // The plugin's one entry point: what it adds to headlab. Loaded by
 //   headlab train plugin.toml --plugin <build>/libheadlab_example_plugin.so
-// it makes "swiglu", "alibi_attention" and "mirror" usable from any config.
+// it makes "swiglu", "alibi_attention", "talking_heads_attention" and "mirror" usable from any
+// config.
 
 #include <headlab/train/plugins/plugin.h>
 
 #include "alibi_attention.h"
 #include "mirror_task.h"
 #include "swiglu.h"
+#include "talking_heads.h"
 
 HEADLAB_PLUGIN(registry) {
   using headlab::LayerKind;
@@ -14,5 +16,8 @@ HEADLAB_PLUGIN(registry) {
                      example::count_swiglu_parameters);
   registry.add_layer("alibi_attention", LayerKind::attention, example::make_alibi_attention,
                      example::count_alibi_attention_parameters);
+  registry.add_layer("talking_heads_attention", LayerKind::attention,
+                     example::make_talking_heads_attention,
+                     example::count_talking_heads_attention_parameters);
   registry.add_task("mirror", example::make_mirror_task);
 }

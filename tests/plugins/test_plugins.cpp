@@ -13,16 +13,24 @@
 #include <fstream>
 #include <string>
 
+#include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "autograd/ops.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/version.h"
+#include "layers/encoder.h"
+#include "layers/hooks.h"
 #include "layers/layer_checks.h"
 #include "layers/multi_head_attention.h"
 #include "layers/registry.h"
 #include "tests/layers/reference.h"
+#include "tests/temp_dir.h"
+#include "train/analysis/analysis.h"
+#include "train/config/config.h"
 #include "train/io/sha256.h"
 #include "train/plugins/loader.h"
+#include "train/run/trainer.h"
 #include "train/tasks/registry.h"
 
 using namespace headlab;
@@ -140,7 +148,8 @@ TEST_CASE("plugins: the example plugin's layers pass gradcheck on every backend"
   load_plugin(plugin("example_plugin"));
   int checked = 0;
   for (const GradcheckCase& c : registry_gradcheck_cases()) {
-    if (c.name != "swiglu" && c.name != "alibi_attention") continue;
+    if (c.name != "swiglu" && c.name != "alibi_attention" && c.name != "talking_heads_attention")
+      continue;
     for (Backend backend : {Backend::reference, Backend::blas, Backend::onednn}) {
       set_backend(backend);
       const GradcheckResult r = c.run(3);
@@ -149,7 +158,7 @@ TEST_CASE("plugins: the example plugin's layers pass gradcheck on every backend"
     }
   }
   set_backend(Backend::reference);
-  CHECK(checked == 6);
+  CHECK(checked == 9);
   // Learned slopes get their gradient through the bias.
   Rng rng(5);
   auto alibi = make_layer("alibi_attention", OptionMap{{"learn_slopes", true}},
@@ -183,4 +192,104 @@ TEST_CASE("plugins: alibi_attention is attention with -m_i |t - s| added to head
       testing::ref_attention(*mha, x, x, x, nullptr, nullptr, {1.0, 0.0}, &bias);
   CHECK(testing::max_abs_diff(out.output.value(), ref.output) < 1e-4);
   CHECK(testing::max_abs_diff(out.weights.value(), ref.weights) < 1e-5);
+}
+
+TEST_CASE("plugins: talking_heads_attention mixes the heads' logits, and its gradients check") {
+  load_plugin(plugin("example_plugin"));
+  const int64_t h = 2, t = 4, d = 8;
+  Rng rng(11), same(11);
+  auto talking = make_layer("talking_heads_attention", OptionMap{},
+                            OptionMap{{"d_model", d}, {"heads", h}}, rng);
+  auto plain = make_layer("multi_head_attention", OptionMap{},
+                          OptionMap{{"d_model", d}, {"heads", h}}, same);
+  // The base class's parameters are drawn first and the same: with the logits mix a swap of the
+  // two heads, head 0's pattern is plain attention's head 1's. (Own parameters are listed before
+  // the child w_o.)
+  const NamedParameters named = talking->named_parameters();
+  REQUIRE(named.size() == 6);
+  REQUIRE(named[2].name == "logits_mix");
+  REQUIRE(named[3].name == "weights_mix");
+  Tensor& mix = named[2].var.value();
+  mix.fill_(0.0f);
+  mix[1] = mix[2] = 1.0f;
+  const Tensor x = testing::randn({2, t, d}, rng);
+  auto* a = dynamic_cast<MultiHeadAttention*>(talking.get());
+  auto* b = dynamic_cast<MultiHeadAttention*>(plain.get());
+  const Tensor pa = a->forward(Var(x), Var(x), Var(x), nullptr, nullptr, true).weights.value();
+  const Tensor pb = b->forward(Var(x), Var(x), Var(x), nullptr, nullptr, true).weights.value();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t k = 0; k < t * t; ++k) {
+      CHECK(pa[(n * h + 0) * t * t + k] ==
+            doctest::Approx(pb[(n * h + 1) * t * t + k]).epsilon(1e-5));
+      CHECK(pa[(n * h + 1) * t * t + k] ==
+            doctest::Approx(pb[(n * h + 0) * t * t + k]).epsilon(1e-5));
+    }
+  // Both mixes get their gradients (finite differences, off the identity).
+  named[3].var.value()[1] = 0.3f;
+  const GradcheckResult r = gradcheck_sequence_layer(*talking, d, 3);
+  CHECK_MESSAGE(r.pass, r.worst);
+}
+
+TEST_CASE(
+    "plugins: the analysis ablates a talking-heads layer's heads as a hand-written hook does") {
+  load_plugin(plugin("example_plugin"));
+  const std::string toml = R"toml(
+[model]
+d_model = 16
+heads = 4
+layers = 1
+d_ff = 32
+attention_layer = "talking_heads_attention"
+[task]
+name = "dependency"
+[schedule]
+warmup_steps = 1
+[train]
+steps = 2
+batch_size = 8
+eval_batches = 2
+eval_batch_size = 32
+)toml";
+  const Config config = parse_config(toml, "talking.toml");
+  testing::TempDir dir("headlab-talking-heads");
+  Trainer trainer(config, dir.path / "run");
+  Encoder& model = trainer.model();
+  // Off the identity, so every head's output depends on every head's logits.
+  for (const NamedParameter& p : model.named_parameters())
+    if (p.name.find("_mix") != std::string::npos)
+      for (int64_t k = 0; k < p.var.numel(); ++k)
+        p.var.value()[k] += 0.2f * static_cast<float>(k % 3);
+  const AnalysisResult r = analyze(model, trainer.task(), config);
+  model.eval();
+  for (int64_t head = 0; head < 4; ++head) {
+    CAPTURE(head);
+    Hooks hooks;
+    hooks.edit(block_hook(0, "attn.hook_z"), [head](const Var& z) {
+      Tensor keep = Tensor::full({1, 1, 4, 1}, 1.0f);
+      keep[head] = 0.0f;
+      return where(keep, z, Var(Tensor::zeros(z.shape())));
+    });
+    HookGuard attached(model, hooks);
+    NoGradGuard no_grad;
+    int64_t right = 0, counted = 0;
+    Batch batch;
+    std::vector<std::span<const int32_t>> features;
+    for (int64_t k = 0; k < config.train.eval_batches; ++k) {
+      trainer.task().generate(static_cast<uint64_t>(config.train.eval_seed), k,
+                              config.train.eval_batch_size, batch);
+      batch.feature_spans(features);
+      const Tensor logits = model.forward(features, batch.batch_size, batch.seq_len).logits.value();
+      const int64_t C = logits.shape().back();
+      for (int64_t i = 0; i < batch.tokens(); ++i) {
+        if (batch.labels[i] == kIgnoreIndex) continue;
+        int64_t best = 0;
+        for (int64_t c = 1; c < C; ++c)
+          if (logits[i * C + c] > logits[i * C + best]) best = c;
+        right += best == batch.labels[i];
+        ++counted;
+      }
+    }
+    CHECK(r.at(0, static_cast<int>(head)).ablation_accuracy ==
+          doctest::Approx(static_cast<double>(right) / counted));
+  }
 }

@@ -155,7 +155,64 @@ TEST_CASE("plugins: headlab info lists what each loaded plugin registered") {
   REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
   CHECK(r.out.find("plugins: 1\n  " + kPlugin.string() + " (sha256 ") != std::string::npos);
   CHECK(r.out.find("    layer swiglu (feed_forward)\n    layer alibi_attention (attention)\n"
-                   "    task mirror\n") != std::string::npos);
-  CHECK(r.out.find("  attention: alibi_attention, multi_head_attention\n") != std::string::npos);
+                   "    layer talking_heads_attention (attention)\n    task mirror\n") !=
+        std::string::npos);
+  CHECK(r.out.find("  attention: alibi_attention, multi_head_attention, "
+                   "talking_heads_attention\n") != std::string::npos);
   CHECK(r.out.find("tasks: dependency, mirror\n") != std::string::npos);
+}
+
+namespace {
+
+// The tiny dependency config with another attention layer, 1 layer x 4 heads.
+fs::path dependency_config(const fs::path& dir, const std::string& attention) {
+  const fs::path path = dir / (attention + ".toml");
+  std::ofstream(path) << "[model]\nd_model = 32\nheads = 4\nlayers = 1\nd_ff = 64\n"
+                      << "attention_layer = \"" << attention << "\"\n"
+                      << "[task]\nname = \"dependency\"\n[optim]\nlr = 5e-3\n"
+                      << "[schedule]\nwarmup_steps = 10\n[train]\nsteps = 120\nbatch_size = 32\n"
+                      << "eval_every = 0\neval_batches = 2\neval_batch_size = 64\n"
+                      << "checkpoint_every = 60\n";
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("plugins: a talking-heads attention (non-additive) gets ablations, importance and maps") {
+  TempDir tmp("plugins-talking-heads");
+  const fs::path config = dependency_config(tmp.path(), "talking_heads_attention");
+  const fs::path run = tmp / "run";
+  const RunResult t = cli({"train", config.string(), "--out", run.string(), "--plugin",
+                           kPlugin.string(), "--no-progress"});
+  REQUIRE_MESSAGE(t.exit_code == 0, t.describe());
+  const json heads = json::parse(read_text(run / "heads.json"));
+  const double base = heads["eval_accuracy"].get<double>();
+  int changed = 0;
+  double importance = 0;
+  for (const json& h : heads["layers"][0]["heads"]) {
+    if (std::abs(h["ablation_accuracy"].get<double>() - base) > 1e-9) ++changed;
+    importance += h["importance"].get<double>();
+    CHECK(h.contains("mean_ablation_accuracy"));
+  }
+  // Every head's output reaches the classifier: removing any one changes the accuracy, and the
+  // gradient at the gate is not zero (the class of failure this replaces: all 0.000, exit 0).
+  CHECK(changed == 4);
+  CHECK(importance > 0.5);
+  // The maps are the layer's mixed weights: every row of attention.npy sums to 1.
+  CHECK(fs::file_size(run / "attention.npy") > 0);
+}
+
+TEST_CASE("plugins: analyze refuses an attention layer without hook points in one line") {
+  TempDir tmp("plugins-opaque");
+  const fs::path plugin = fs::path(HEADLAB_TEST_PLUGIN_DIR) / "libheadlab_opaque_attention.so";
+  const fs::path config = dependency_config(tmp.path(), "opaque_attention");
+  const fs::path run = tmp / "run";
+  const RunResult t =
+      cli({"train", config.string(), "--out", run.string(), "--plugin", plugin.string(),
+           "--no-progress", "--no-analysis", "--set", "train.steps=20"});
+  REQUIRE_MESSAGE(t.exit_code == 0, t.describe());
+  check_refused(cli({"analyze", run.string()}),
+                "analyze: layer 0's attention 'opaque_attention' does not pass its values "
+                "through blocks.0.attn.hook_pattern and blocks.0.attn.hook_z");
+  CHECK(!fs::exists(run / "heads.json"));
 }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "tests/train/analysis_test_util.h"
@@ -31,6 +32,13 @@ namespace {
 
 using G = DependencyGrammar;
 using Gates = std::vector<std::vector<float>>;
+
+// Gates [L][H] into the attention layers' own head gates (MultiHeadAttention::set_head_mask),
+// independent of the analysis' edits at hook_z: the reference the analysis is checked against.
+void set_model_gates(Encoder& model, const Gates& gates) {
+  for (size_t l = 0; l < gates.size(); ++l)
+    model.attention(static_cast<int64_t>(l)).set_head_mask(gates[l]);
+}
 
 // Post-norm, so attention sees the raw embedding sum: category one-hot in dims 0..16 (BOS =
 // 16), colours and positions zero. Four heads of width 16; lr so small that two steps of Adam
@@ -213,7 +221,7 @@ TEST_CASE("train: the pruning curve's accuracies are those of evaluating each ga
   for (const PruningStep& step : r.pruning) {
     CAPTURE(step.heads_pruned);
     if (step.pruned.valid()) gates[step.pruned.layer][step.pruned.head] = 0.0f;
-    analysis_detail::set_gates(model, gates);
+    set_model_gates(model, gates);  // the layer's own gate, not the analysis' hook_z edit
     const LabelAccuracy plain =
         label_accuracy(analysis_detail::evaluate(model, set, trainer.task()));
     CHECK(step.accuracy.accuracy == plain.accuracy);
@@ -230,13 +238,14 @@ TEST_CASE("train: the analysis evaluates each gate setting once") {
   model.eval();
   const analysis_detail::EvalSet set = analysis_detail::make_eval_set(
       trainer.task(), static_cast<uint64_t>(config.train.eval_seed), 2, 32);
-  analysis_detail::GateEvaluations evals(model, set, trainer.task());
+  analysis_detail::AnalysisHooks hooks(model);
+  analysis_detail::GateEvaluations evals(hooks, set, trainer.task());
   const Gates off_0 = gates_without(1, 4, std::vector<HeadRef>{{0, 0}});
   const Gates off_1 = gates_without(1, 4, std::vector<HeadRef>{{0, 1}});
   // A new setting is evaluated with those gates ...
   const LabelAccuracy first = evals.accuracy(off_0);
-  model.reset_head_gates();
-  analysis_detail::set_gates(model, off_0);
+  hooks.reset();
+  set_model_gates(model, off_0);
   CHECK(analysis_detail::evaluate(model, set, trainer.task()).accuracy() == first.accuracy);
   // ... and a known one is answered from what was measured (a recorded value comes back as given).
   const LabelAccuracy made_up{0.125, {0.25, 0.5, 0.75}, 7};
@@ -337,4 +346,52 @@ TEST_CASE("train: composition follows two-step paths and records each lower head
   CHECK(c[1].composes_with == HeadRef{0, 0});  // (1, 1) on BOS: the tie goes to the lowest X
   CHECK(compositions(HeadRelationMatrix(1, 2, 2), PathMass{}, {}).empty());
   CHECK_THROWS_AS(compositions(base, p, {base}), Error);
+}
+
+TEST_CASE("train: ablation and importance through hook_z equal the layer's own gate's") {
+  // The analysis replaces a head's output at hook_z; for MultiHeadAttention that must give what
+  // its own gate (set_head_mask, set_gate_requires_grad) gives: the same accuracies and the
+  // same |dL/dg|, head by head.
+  TempDir dir("headlab-hook-gates");
+  const Config config = parse_config(kHandBuilt, "hand.toml");
+  Trainer trainer(config, dir.path / "run");
+  Encoder& model = trainer.model();
+  const AnalysisResult r = analyze(model, trainer.task(), config);
+  const analysis_detail::EvalSet set =
+      analysis_detail::make_eval_set(trainer.task(), static_cast<uint64_t>(config.train.eval_seed),
+                                     config.train.eval_batches, config.train.eval_batch_size);
+  model.eval();
+  for (int h = 0; h < 4; ++h) {
+    CAPTURE(h);
+    set_model_gates(model, gates_without(1, 4, std::vector<HeadRef>{{0, h}}));
+    const LabelAccuracy off = label_accuracy(analysis_detail::evaluate(model, set, trainer.task()));
+    CHECK(r.at(0, h).ablation_accuracy == off.accuracy);
+    CHECK(r.at(0, h).ablation_component == off.component);
+  }
+  model.reset_head_gates();
+  // Importance with the layer's gate: mean over batches of |dL/dg|.
+  model.attention(0).set_gate_requires_grad(true);
+  for (Var& p : model.parameters()) p.set_requires_grad(false);
+  std::vector<double> raw(4, 0.0);
+  std::vector<std::span<const int32_t>> features;
+  for (const Batch& b : set.batches) {
+    b.feature_spans(features);
+    Var loss = cross_entropy(model.forward(features, b.batch_size, b.seq_len).logits, b.labels);
+    loss.backward();
+    for (int h = 0; h < 4; ++h) raw[h] += std::abs(model.head_gate(0).grad()[h]);
+    model.head_gate(0).zero_grad();
+  }
+  for (Var& p : model.parameters()) p.set_requires_grad(true);
+  model.reset_head_gates();
+  for (int h = 0; h < 4; ++h)
+    CHECK(r.at(0, h).importance_raw ==
+          doctest::Approx(raw[h] / static_cast<double>(set.batches.size())).epsilon(1e-6));
+  // Mean ablation replaces the head by a constant: it differs from zero ablation somewhere, and
+  // is recorded for every head.
+  bool differs = false;
+  for (int h = 0; h < 4; ++h) {
+    CHECK(r.at(0, h).mean_ablation_component.size() == 3);
+    differs = differs || r.at(0, h).mean_ablation_accuracy != r.at(0, h).ablation_accuracy;
+  }
+  CHECK(differs);
 }

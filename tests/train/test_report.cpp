@@ -53,6 +53,8 @@ AnalysisResult hand_result() {
     a.keep_only_accuracy = 0.2;
     a.ablation_component = {0.5, 0.9, 0.9};
     a.keep_only_component = {0.3, 0.3, 0.3};
+    a.mean_ablation_accuracy = 0.3 + 0.3 * h;
+    a.mean_ablation_component = {0.6, 0.9, 0.9};
     a.importance = h == 0 ? 0.9 : 0.3;
     a.importance_raw = a.importance / 10;
     r.per_head.push_back(a);

@@ -89,7 +89,7 @@ void keep_examples(const Task& task, const Batch& b, const std::vector<Tensor>& 
 }
 
 // Attention metrics of the ungated model over the eval set, and the examples of batch 0.
-void measure_attention(Encoder& model, const Task& task, const EvalSet& set, int64_t examples,
+void measure_attention(AnalysisHooks& hooks, const Task& task, const EvalSet& set, int64_t examples,
                        AnalysisResult& res) {
   res.examples.examples = examples;
   res.examples.layers = res.layers;
@@ -102,13 +102,14 @@ void measure_attention(Encoder& model, const Task& task, const EvalSet& set, int
     if (k == 0) keep_examples(task, b, weights, logits, res.examples);
     if (res.layers > 1) paths.add(weights, b.partners, counted);
   };
-  res.metrics = attention_metrics(model, set, R, visit);
+  res.metrics = attention_metrics(hooks, set, R, visit);
   res.paths = paths.finish();
 }
 
-// Each head's metrics, and the accuracy with that head gated off and with only it kept in its
-// layer.
-void ablate_heads(Encoder& model, GateEvaluations& evals, AnalysisResult& res) {
+// Each head's metrics, and the accuracy with that head's output replaced (by zero, and by its
+// mean output) and with only it kept in its layer.
+void ablate_heads(AnalysisHooks& hooks, GateEvaluations& evals, GateEvaluations& mean_evals,
+                  AnalysisResult& res) {
   const int L = res.layers, H = res.heads, R = static_cast<int>(res.relations.size());
   res.per_head.resize(static_cast<size_t>(L) * H);
   for (int l = 0; l < L; ++l) {
@@ -128,26 +129,32 @@ void ablate_heads(Encoder& model, GateEvaluations& evals, AnalysisResult& res) {
           evals.accuracy(gates_without(L, H, std::span<const HeadRef>(&self, 1)));
       a.ablation_accuracy = off.accuracy;
       a.ablation_component = off.component;
+      const LabelAccuracy mean_off =
+          mean_evals.accuracy(gates_without(L, H, std::span<const HeadRef>(&self, 1)));
+      a.mean_ablation_accuracy = mean_off.accuracy;
+      a.mean_ablation_component = mean_off.component;
       const LabelAccuracy only = evals.accuracy(gates_keep_only(L, H, self));
       a.keep_only_accuracy = only.accuracy;
       a.keep_only_component = only.component;
     }
   }
-  model.reset_head_gates();
+  hooks.reset();
 }
 
 // Each relation's group of heads gated off together, and the R x R drop in component accuracy.
-void ablate_groups(Encoder& model, GateEvaluations& evals, double min_mass, AnalysisResult& res) {
+void ablate_groups(AnalysisHooks& hooks, GateEvaluations& evals, double min_mass,
+                   AnalysisResult& res) {
   res.groups = relation_groups(res.metrics.mass, min_mass);
   for (const std::vector<HeadRef>& group : res.groups)
     res.group_ablated.push_back(evals.accuracy(gates_without(res.layers, res.heads, group)));
   res.group_drops = group_ablation_drops(res.eval, res.group_ablated);
-  model.reset_head_gates();
+  hooks.reset();
 }
 
 // Importance: the mean over batches of |dL/dg| at g = 1, L2-normalised within each layer.
-void measure_importance(Encoder& model, const Task& task, const EvalSet& set, AnalysisResult& res) {
-  const std::vector<double> raw = gate_gradients(model, set, task);
+void measure_importance(AnalysisHooks& hooks, const Task& task, const EvalSet& set,
+                        AnalysisResult& res) {
+  const std::vector<double> raw = gate_gradients(hooks, set, task);
   const std::vector<double> normalised = normalise_per_layer(raw, res.layers, res.heads);
   for (size_t k = 0; k < raw.size(); ++k) {
     res.per_head[k].importance_raw = raw[k];
@@ -157,41 +164,40 @@ void measure_importance(Encoder& model, const Task& task, const EvalSet& set, An
 
 // The pruning curve (pruning.h) with this model's gates and the eval set, starting from the
 // accuracy and importance already measured (res.eval, measure_importance); gates back at ones.
-std::vector<PruningStep> prune(Encoder& model, const Task& task, const EvalSet& set,
+std::vector<PruningStep> prune(AnalysisHooks& hooks, const Task& task, const EvalSet& set,
                                GateEvaluations& evals, const AnalysisResult& res) {
   using Gates = std::vector<std::vector<float>>;
   GateMeasure unpruned{res.eval, {}};
   for (const HeadAnalysis& h : res.per_head) unpruned.importance.push_back(h.importance_raw);
   const auto measure = [&](const Gates& g, bool importance) {
     if (!importance) return GateMeasure{evals.accuracy(g), {}};
-    set_gates(model, g);
+    hooks.set(g);
     EvalCounts counts;
-    std::vector<double> raw = gate_gradients(model, set, task, &counts);
+    std::vector<double> raw = gate_gradients(hooks, set, task, &counts);
     const LabelAccuracy acc = label_accuracy(counts);
     evals.record(g, acc);
     return GateMeasure{acc, std::move(raw)};
   };
-  std::vector<PruningStep> curve =
-      iterative_pruning(static_cast<int>(model.num_layers()),
-                        static_cast<int>(model.options().heads), unpruned, measure);
-  model.reset_head_gates();
+  std::vector<PruningStep> curve = iterative_pruning(
+      static_cast<int>(hooks.layers()), static_cast<int>(hooks.heads()), unpruned, measure);
+  hooks.reset();
   return curve;
 }
 
 // Composition (composition.h): the two-step paths measured with the attention, and every head
 // below the last layer gated off in turn, the masses measured again.
-std::vector<HeadComposition> compose(Encoder& model, const EvalSet& set,
+std::vector<HeadComposition> compose(AnalysisHooks& hooks, const EvalSet& set,
                                      const AnalysisResult& res) {
   if (res.layers < 2) return {};
   std::vector<HeadRelationMatrix> ablated;
   for (int l = 0; l + 1 < res.layers; ++l) {
     for (int h = 0; h < res.heads; ++h) {
       const HeadRef off{l, h};
-      set_gates(model, gates_without(res.layers, res.heads, std::span<const HeadRef>(&off, 1)));
-      ablated.push_back(attention_metrics(model, set, static_cast<int>(res.relations.size())).mass);
+      hooks.set(gates_without(res.layers, res.heads, std::span<const HeadRef>(&off, 1)));
+      ablated.push_back(attention_metrics(hooks, set, static_cast<int>(res.relations.size())).mass);
     }
   }
-  model.reset_head_gates();
+  hooks.reset();
   return compositions(res.metrics.mass, res.paths, ablated);
 }
 
@@ -204,18 +210,23 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   const EvalSet set =
       make_eval_set(task, static_cast<uint64_t>(res.seed), res.batches, res.batch_size);
   const EvalModeGuard eval_mode(model);
+  AnalysisHooks hooks(model);
+  if (!set.batches.empty()) hooks.check_points(set.batches.front());
   const EvalCounts counts = evaluate(model, set, task);
   res.eval = label_accuracy(counts);
   res.eval_loss = counts.loss();
-  measure_attention(model, task, set, options.examples, res);
+  measure_attention(hooks, task, set, options.examples, res);
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);
-  GateEvaluations evals(model, set, task);
+  GateEvaluations evals(hooks, set, task);
   evals.record(gates_without(res.layers, res.heads, {}), res.eval);  // all ones
-  ablate_heads(model, evals, res);
-  ablate_groups(model, evals, options.group_min_mass, res);
-  measure_importance(model, task, set, res);
-  res.pruning = prune(model, task, set, evals, res);
-  res.composition = compose(model, set, res);
+  hooks.set_means(head_means(hooks, set));
+  GateEvaluations mean_evals(hooks, set, task, Ablation::mean);
+  mean_evals.record(gates_without(res.layers, res.heads, {}), res.eval);
+  ablate_heads(hooks, evals, mean_evals, res);
+  ablate_groups(hooks, evals, options.group_min_mass, res);
+  measure_importance(hooks, task, set, res);
+  res.pruning = prune(hooks, task, set, evals, res);
+  res.composition = compose(hooks, set, res);
   return res;
 }
 

@@ -74,8 +74,11 @@ struct HeadAnalysis {
   double entropy = 0, confidence = 0;
   double ablation_accuracy = 0, keep_only_accuracy = 0;
   std::vector<double> ablation_component, keep_only_component;  // [R]
-  double importance = 0;                                        // L2-normalised within the layer
-  double importance_raw = 0;                                    // mean |dL/dg|
+  // With the head's output replaced by its mean over the evaluation set's tokens instead of 0.
+  double mean_ablation_accuracy = 0;
+  std::vector<double> mean_ablation_component;  // [R]
+  double importance = 0;                        // L2-normalised within the layer
+  double importance_raw = 0;                    // mean |dL/dg|
 };
 
 struct AttentionExamples {

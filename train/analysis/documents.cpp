@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "train/analysis/analysis.h"
 #include "train/io/checksum.h"
 #include "train/io/files.h"
@@ -15,6 +16,7 @@ using nlohmann::json;
 
 // {"PREV": v[0], "HEAD": v[1], ...}
 json by_relation(const AnalysisResult& res, const std::vector<double>& v) {
+  HEADLAB_ASSERT(v.size() == res.relations.size());
   json o = json::object();
   for (size_t r = 0; r < res.relations.size(); ++r) o[res.relations[r]] = v[r];
   return o;
@@ -30,6 +32,9 @@ json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
           {"ablation_accuracy", a.ablation_accuracy},
           {"ablation_drop", res.eval.accuracy - a.ablation_accuracy},
           {"ablation_component_accuracy", by_relation(res, a.ablation_component)},
+          {"mean_ablation_accuracy", a.mean_ablation_accuracy},
+          {"mean_ablation_drop", res.eval.accuracy - a.mean_ablation_accuracy},
+          {"mean_ablation_component_accuracy", by_relation(res, a.mean_ablation_component)},
           {"keep_only_accuracy", a.keep_only_accuracy},
           {"keep_only_component_accuracy", by_relation(res, a.keep_only_component)},
           {"importance", a.importance},

@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "core/elementwise.h"
 #include "layers/encoder.h"
+#include "layers/hooks.h"
 
 namespace headlab::analysis_detail {
 namespace {
@@ -49,11 +50,6 @@ void predict(const Tensor& logits, std::vector<int32_t>& out) {
   ew::argmax_rows(logits.data(), rows, C, out.data());
 }
 
-void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates) {
-  for (size_t l = 0; l < gates.size(); ++l)
-    model.attention(static_cast<int64_t>(l)).set_head_mask(gates[l]);
-}
-
 EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task) {
   NoGradGuard no_grad;
   EvalCounts counts;
@@ -63,36 +59,86 @@ EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task) {
 
 LabelAccuracy GateEvaluations::accuracy(const Gates& gates) {
   if (const auto it = known_.find(gates); it != known_.end()) return it->second;
-  set_gates(model_, gates);
-  return known_[gates] = label_accuracy(evaluate(model_, set_, task_));
+  hooks_.set_ablation(ablation_);
+  hooks_.set(gates);
+  return known_[gates] = label_accuracy(evaluate(hooks_.model(), set_, task_));
 }
 
-HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
+HeadMetrics attention_metrics(AnalysisHooks& hooks, const EvalSet& set, int relations,
                               const AttentionVisitor& visit) {
   NoGradGuard no_grad;
-  HeadMetricsAccumulator acc(static_cast<int>(model.num_layers()),
-                             static_cast<int>(model.options().heads), relations);
+  Encoder& model = hooks.model();
+  const int64_t L = model.num_layers();
+  std::vector<std::string> points;
+  for (int64_t l = 0; l < L; ++l) points.push_back(block_hook(l, "attn.hook_pattern"));
+  for (const std::string& p : points) hooks.hooks().cache(p);
+  HeadMetricsAccumulator acc(static_cast<int>(L), static_cast<int>(model.options().heads),
+                             relations);
   std::vector<std::span<const int32_t>> features;
   for (size_t k = 0; k < set.batches.size(); ++k) {
     const Batch& b = set.batches[k];
     b.feature_spans(features);
-    EncoderOutput out = model.forward(features, b.batch_size, b.seq_len, nullptr, true);
+    hooks.hooks().forget();
+    EncoderOutput out = model.forward(features, b.batch_size, b.seq_len);
     std::vector<Tensor> weights;
-    for (const Var& w : out.weights) weights.push_back(w.value());
+    for (const std::string& p : points) weights.push_back(hooks.hooks().cached(p).value());
     const std::vector<uint8_t> counted = labelled_tokens(b);
     acc.add(weights, b.partners, counted);
     if (visit) visit(k, b, weights, counted, out.logits.value());
   }
+  for (const std::string& p : points) hooks.hooks().uncache(p);
+  hooks.hooks().forget();
   return acc.finish();
 }
 
-std::vector<double> gate_gradients(Encoder& model, const EvalSet& set, const Task& task,
+std::vector<Tensor> head_means(AnalysisHooks& hooks, const EvalSet& set) {
+  NoGradGuard no_grad;
+  Encoder& model = hooks.model();
+  const int64_t L = model.num_layers();
+  std::vector<std::string> points;
+  for (int64_t l = 0; l < L; ++l) points.push_back(block_hook(l, "attn.hook_z"));
+  for (const std::string& p : points) hooks.hooks().cache(p);
+  std::vector<std::vector<double>> sums(static_cast<size_t>(L));
+  int64_t tokens = 0;
+  std::vector<std::span<const int32_t>> features;
+  for (const Batch& b : set.batches) {
+    b.feature_spans(features);
+    hooks.hooks().forget();
+    model.forward(features, b.batch_size, b.seq_len);
+    const std::vector<uint8_t> counted = labelled_tokens(b);
+    for (int64_t l = 0; l < L; ++l) {
+      const Tensor& z = hooks.hooks().cached(points[static_cast<size_t>(l)]).value();
+      const int64_t width = z.size(2) * z.size(3);  // [B, T, h, d]
+      std::vector<double>& sum = sums[static_cast<size_t>(l)];
+      sum.resize(static_cast<size_t>(width), 0.0);
+      const float* v = z.data();
+      for (size_t i = 0; i < counted.size(); ++i)
+        if (counted[i])
+          for (int64_t c = 0; c < width; ++c) sum[static_cast<size_t>(c)] += v[i * width + c];
+    }
+    for (uint8_t c : counted) tokens += c;
+  }
+  for (const std::string& p : points) hooks.hooks().uncache(p);
+  hooks.hooks().forget();
+  std::vector<Tensor> means;
+  for (const std::vector<double>& sum : sums) {
+    Tensor m = Tensor::zeros({static_cast<int64_t>(sum.size())});
+    for (size_t c = 0; c < sum.size(); ++c)
+      m.data()[c] = static_cast<float>(sum[c] / static_cast<double>(std::max<int64_t>(tokens, 1)));
+    means.push_back(std::move(m));
+  }
+  return means;
+}
+
+std::vector<double> gate_gradients(AnalysisHooks& hooks, const EvalSet& set, const Task& task,
                                    EvalCounts* counts) {
+  Encoder& model = hooks.model();
   const int64_t L = model.num_layers(), H = model.options().heads;
   std::vector<double> sum(static_cast<size_t>(L * H), 0.0);
   {
     FrozenParameters frozen(model);
-    for (int64_t l = 0; l < L; ++l) model.attention(l).set_gate_requires_grad(true);
+    hooks.set_ablation(Ablation::zero);  // I = |dL/dg| of z' = g z, as Michel et al.
+    hooks.require_grad(true);
     std::vector<std::span<const int32_t>> features;
     for (const Batch& b : set.batches) {
       b.feature_spans(features);
@@ -106,13 +152,13 @@ std::vector<double> gate_gradients(Encoder& model, const EvalSet& set, const Tas
       }
       loss.backward();
       for (int64_t l = 0; l < L; ++l) {
-        const Var& g = model.head_gate(l);
+        const Var& g = hooks.gate(l);
         for (int64_t h = 0; h < H; ++h)
           if (g.has_grad()) sum[static_cast<size_t>(l * H + h)] += std::abs(g.grad()[h]);
         g.zero_grad();
       }
     }
-    model.reset_head_gates();
+    hooks.reset();
   }
   for (double& v : sum) v /= static_cast<double>(std::max<size_t>(set.batches.size(), 1));
   return sum;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "train/analysis/head_gates.h"
 #include "train/analysis/head_metrics.h"
 #include "train/tasks/task.h"
 
@@ -31,8 +32,6 @@ EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t 
 
 // Argmax over the last dim of logits [B, T, C] -> [B*T] (the examples' predicted labels).
 void predict(const Tensor& logits, std::vector<int32_t>& out);
-// Gates [L][H] into the model's layers.
-void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates);
 
 // The set's counts with the current gates: the one evaluation (train/eval/evaluation.h), so
 // accuracy and loss are token-weighted as in training's metrics.
@@ -45,8 +44,10 @@ EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task);
 class GateEvaluations {
  public:
   using Gates = std::vector<std::vector<float>>;
-  GateEvaluations(Encoder& model, const EvalSet& set, const Task& task)
-      : model_(model), set_(set), task_(task) {}
+  // Gated-off heads replaced as `ablation` says (head_gates.h).
+  GateEvaluations(AnalysisHooks& hooks, const EvalSet& set, const Task& task,
+                  Ablation ablation = Ablation::zero)
+      : hooks_(hooks), set_(set), task_(task), ablation_(ablation) {}
   // With these gates ([L][H]); a setting not met before is set on the model and evaluated (the
   // gates stay set), a known one leaves the model as it is.
   LabelAccuracy accuracy(const Gates& gates);
@@ -54,9 +55,10 @@ class GateEvaluations {
   void record(const Gates& gates, const LabelAccuracy& accuracy) { known_[gates] = accuracy; }
 
  private:
-  Encoder& model_;
+  AnalysisHooks& hooks_;
   const EvalSet& set_;
   const Task& task_;
+  Ablation ablation_;
   std::map<Gates, LabelAccuracy> known_;
 };
 
@@ -65,18 +67,22 @@ class GateEvaluations {
 using AttentionVisitor =
     std::function<void(size_t k, const Batch& batch, const std::vector<Tensor>& weights,
                        std::span<const uint8_t> counted, const Tensor& logits)>;
-// Head metrics over the set with the current gates (attention of gated-off heads is still
-// computed: a gate scales a head's output, not its weights).
-HeadMetrics attention_metrics(Encoder& model, const EvalSet& set, int relations,
+// Head metrics over the set with the current gates, the weights read at every layer's
+// hook_pattern (attention of gated-off heads is still computed: a gate replaces a head's output,
+// not its weights).
+HeadMetrics attention_metrics(AnalysisHooks& hooks, const EvalSet& set, int relations,
                               const AttentionVisitor& visit = {});
+// Per layer each head's mean output at hook_z over the set's counted tokens, [h * d] (for mean
+// ablation), with the current gates.
+std::vector<Tensor> head_means(AnalysisHooks& hooks, const EvalSet& set);
 
 // mean over batches of |dL/dg_{l,h}| at the current gates, L the batch's mean token
 // cross-entropy; [L * H], layer-major. With `counts`, the same forward passes' predictions are
 // counted into it (what evaluate would count with these gates: recording the tape changes no
 // value).
 // Parameters stop requiring gradients meanwhile; afterwards the gates are back at ones without
-// gradients (Encoder::reset_head_gates).
-std::vector<double> gate_gradients(Encoder& model, const EvalSet& set, const Task& task,
+// gradients (AnalysisHooks::reset).
+std::vector<double> gate_gradients(AnalysisHooks& hooks, const EvalSet& set, const Task& task,
                                    EvalCounts* counts = nullptr);
 
 }  // namespace analysis_detail

@@ -1,0 +1,105 @@
+#pragma once
+// Hook points: named activations of a forward pass that a caller reads (a cache) or replaces
+// (an edit), in TransformerLens's vocabulary, so that the head analysis, activation patching
+// and user experiments work on any layer that passes its values through them, not on one
+// attention class's internals.
+//
+// The Encoder names its points (layers/encoder.h, "Hook points"):
+//   hook_embed                        the embeddings and positions           [B, T, d_model]
+//   blocks.L.hook_resid_pre           block L's input                        [B, T, d_model]
+//   blocks.L.attn.hook_q / _k / _v    per head, after the projection         [B, T, h, d_k]
+//   blocks.L.attn.hook_scores         scaled scores as the softmax sees them [B, h, T, S]
+//   blocks.L.attn.hook_pattern        the softmax, before attention dropout  [B, h, T, S]
+//   blocks.L.attn.hook_z              each head's output, before W^O         [B, T, h, d_v]
+//   blocks.L.hook_resid_mid           after the attention's residual         [B, T, d_model]
+//   blocks.L.mlp.hook_post            the feed-forward's hidden activation   [B, T, d_ff]
+//   blocks.L.hook_resid_post          block L's output                       [B, T, d_model]
+// A layer passes a value through a point with Module::hook("hook_z", value), which returns the
+// value to go on with: unchanged, or what an edit returned. Without hooks attached (the default)
+// that is one null test: nothing is kept, no op is added, the fused attention stays fused.
+//
+// Usage (C++):
+//   Hooks hooks;
+//   hooks.cache("blocks.0.attn.hook_pattern");
+//   hooks.edit("blocks.0.attn.hook_z", [](const Var& z) { return zero_head(z, 2); });
+//   {
+//     HookGuard attached(model, hooks);           // model.attach_hooks(&hooks), undone at scope end
+//     model.forward(features, B, T);
+//   }
+//   const Var& pattern = hooks.cached("blocks.0.attn.hook_pattern");   // [B, h, T, T]
+// A cached value is the one that reached the point, before any edit there; under a gradient
+// mode it is on the tape, so a backward pass can reach it. hooks.seen() lists every point the
+// last forward passed, so a caller can check that a layer provides the points it relies on.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autograd/var.h"
+
+namespace headlab {
+
+class Module;
+
+class Hooks {
+ public:
+  // Returns the value to continue with, of the same shape (checked: a wrong shape throws naming
+  // the point and both shapes).
+  using Edit = std::function<Var(const Var& value)>;
+
+  // Keep the value of point `name` at every forward (the last one wins).
+  void cache(std::string name);
+  // Replace the value of point `name` by edit(value); one edit per point (a second replaces it).
+  void edit(std::string name, Edit edit);
+  void remove_edit(std::string_view name);
+  // Stops caching `name` (its last value is kept until forget()).
+  void uncache(std::string_view name);
+  // Drops every edit and every cache request.
+  void clear();
+
+  // Whether a cache or an edit is attached at `name`.
+  bool wants(std::string_view name) const;
+  bool edits(std::string_view name) const;
+
+  // What a layer's Module::hook calls: records `name` as seen, keeps x when cached, and returns
+  // the edit's value (or x).
+  Var apply(const std::string& name, const Var& x);
+
+  // The value cached at `name` by the last forward; throws naming the point and listing the
+  // cached ones when it was not cached or not reached.
+  const Var& cached(std::string_view name) const;
+  bool has_cached(std::string_view name) const;
+  // Every point passed since the last forget(), in order (a point passed twice appears twice).
+  const std::vector<std::string>& seen() const { return seen_; }
+  // Drops the cached values and the seen list (keeps the requests and edits); call before a
+  // forward whose values are to be told apart from the last one's.
+  void forget();
+
+ private:
+  std::map<std::string, bool, std::less<>> cache_requests_;
+  std::map<std::string, Edit, std::less<>> edits_;
+  std::map<std::string, Var, std::less<>> values_;
+  std::vector<std::string> seen_;
+};
+
+// "blocks.<layer>.<point>": the name of a point of encoder block `layer` ("attn.hook_z").
+std::string block_hook(int64_t layer, std::string_view point);
+
+// Attaches `hooks` to `module` (Module::attach_hooks with the root prefix) for the guard's
+// lifetime, then detaches them (and whatever was attached before is attached again).
+class HookGuard {
+ public:
+  HookGuard(Module& module, Hooks& hooks);
+  ~HookGuard();
+  HookGuard(const HookGuard&) = delete;
+  HookGuard& operator=(const HookGuard&) = delete;
+
+ private:
+  Module& module_;
+  Hooks* previous_;
+};
+
+}  // namespace headlab

@@ -1,0 +1,118 @@
+#include "train/analysis/head_gates.h"
+
+#include <string>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "layers/encoder.h"
+#include "train/tasks/task.h"
+
+namespace headlab::analysis_detail {
+
+AnalysisHooks::AnalysisHooks(Encoder& model) : model_(model), heads_(model.options().heads) {
+  for (int64_t l = 0; l < model.num_layers(); ++l)
+    gates_.emplace_back(Tensor::full({heads_}, 1.0f), false);
+  attached_ = std::make_unique<HookGuard>(model, hooks_);
+}
+
+void AnalysisHooks::check_points(const Batch& batch) {
+  NoGradGuard no_grad;
+  for (int64_t l = 0; l < layers(); ++l) hooks_.cache(block_hook(l, "attn.hook_pattern"));
+  hooks_.forget();
+  std::vector<std::span<const int32_t>> features;
+  batch.feature_spans(features);
+  model_.forward(features, batch.batch_size, batch.seq_len);
+  for (int64_t l = 0; l < layers(); ++l) {
+    std::string missing;
+    for (const char* point : {"attn.hook_pattern", "attn.hook_z"}) {
+      const std::string name = block_hook(l, point);
+      bool seen = false;
+      for (const std::string& s : hooks_.seen()) seen = seen || s == name;
+      if (!seen) missing += (missing.empty() ? "" : " and ") + name;
+    }
+    if (!missing.empty())
+      fail(
+          "analyze: layer {}'s attention '{}' does not pass its values through {}: the head "
+          "analysis reads the pattern and edits the heads' outputs there (keep "
+          "MultiHeadAttention's forward, or call hook(\"hook_pattern\", ...) and "
+          "hook_heads(\"hook_z\", ...) in yours: layers/multi_head_attention.h)",
+          l, model_.options().attention_layer.name, missing);
+  }
+  hooks_.clear();  // the requests above were only for this check
+  update_edits();
+}
+
+void AnalysisHooks::set(const Gates& gates) {
+  if (static_cast<int64_t>(gates.size()) != layers())
+    fail("analyze: {} layers of gates for a model of {} layers", gates.size(), layers());
+  for (size_t l = 0; l < gates.size(); ++l) {
+    if (static_cast<int64_t>(gates[l].size()) != heads_)
+      fail("analyze: layer {} has {} gates for {} heads", l, gates[l].size(), heads_);
+    float* g = gates_[l].value().data();
+    for (int64_t h = 0; h < heads_; ++h) g[h] = gates[l][static_cast<size_t>(h)];
+  }
+  update_edits();
+}
+
+void AnalysisHooks::reset() {
+  for (Var& g : gates_) {
+    g.value().fill_(1.0f);
+    g.set_requires_grad(false);
+    g.clear_grad();
+  }
+  ablation_ = Ablation::zero;
+  update_edits();
+}
+
+void AnalysisHooks::require_grad(bool on) {
+  for (Var& g : gates_) g.set_requires_grad(on);
+  update_edits();
+}
+
+void AnalysisHooks::set_ablation(Ablation ablation) {
+  if (ablation == Ablation::mean && means_.empty())
+    fail("analyze: mean ablation before the heads' mean outputs are measured");
+  ablation_ = ablation;
+  update_edits();
+}
+
+void AnalysisHooks::set_means(std::vector<Tensor> means) {
+  if (static_cast<int64_t>(means.size()) != layers())
+    fail("analyze: {} layers of mean outputs for a model of {} layers", means.size(), layers());
+  means_ = std::move(means);
+  update_edits();
+}
+
+// One edit per layer whose gate is not all ones or needs a gradient; none elsewhere, so an
+// ungated layer runs as without hooks.
+void AnalysisHooks::update_edits() {
+  for (int64_t l = 0; l < layers(); ++l) {
+    const std::string name = block_hook(l, "attn.hook_z");
+    const Var& gate = gates_[static_cast<size_t>(l)];
+    bool identity = !gate.requires_grad();
+    for (float g : gate.value().span()) identity = identity && g == 1.0f;
+    if (identity) {
+      hooks_.remove_edit(name);
+      continue;
+    }
+    Tensor offset;  // [h d]: (1 - g_i) m_i, for mean ablation
+    if (ablation_ == Ablation::mean) {
+      const Tensor& m = means_[static_cast<size_t>(l)];
+      offset = m.clone();
+      const int64_t d = m.numel() / heads_;
+      const float* g = gate.value().data();
+      float* o = offset.data();
+      for (int64_t i = 0; i < heads_; ++i)
+        for (int64_t k = 0; k < d; ++k) o[i * d + k] *= 1.0f - g[i];
+    }
+    hooks_.edit(name, [gate, offset](const Var& z) {  // z [B, T, h, d]
+      const Shape shape = z.shape();
+      Var merged = head_gate_merged(reshape(z, {shape[0], shape[1], shape[2] * shape[3]}), gate);
+      if (offset.defined()) merged = add(merged, Var(offset));
+      return reshape(merged, shape);
+    });
+  }
+}
+
+}  // namespace headlab::analysis_detail

@@ -1,0 +1,74 @@
+#pragma once
+// Internal to the analysis: its hold on a model's heads, through the hook points
+// (layers/hooks.h), not through one attention class's internals. Per layer a gate g [h] acts on
+// the heads' outputs at blocks.L.attn.hook_z:
+//   z'[.., i, :] = g_i z[.., i, :] + (1 - g_i) m_i
+// with m_i = 0 (zero ablation, Michel et al. 2019) or head i's mean output over the evaluation
+// set (mean ablation), so g_i = 0 replaces head i's output, g_i = 1 keeps it, and
+// I_i = |dL/dg_i| at g = 1 is the gradient at that same point. Any attention layer that passes
+// its heads through hook_z (MultiHeadAttention and its subclasses do; a plugin's own forward
+// calls hook_heads) is ablated and scored correctly; AnalysisHooks refuses a model whose layers
+// do not provide hook_pattern and hook_z.
+//
+// The gates start at ones and are applied only while some gate is not one or needs a gradient:
+// the ungated model runs exactly as without the analysis (the fused attention, the same bits).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "autograd/var.h"
+#include "layers/hooks.h"
+
+namespace headlab {
+
+class Encoder;
+struct Batch;
+
+namespace analysis_detail {
+
+enum class Ablation { zero, mean };
+
+class AnalysisHooks {
+ public:
+  using Gates = std::vector<std::vector<float>>;
+
+  // Attaches the analysis' hooks to `model` for this object's lifetime (HookGuard).
+  explicit AnalysisHooks(Encoder& model);
+  AnalysisHooks(const AnalysisHooks&) = delete;
+  AnalysisHooks& operator=(const AnalysisHooks&) = delete;
+
+  Encoder& model() { return model_; }
+  Hooks& hooks() { return hooks_; }
+  int64_t layers() const { return static_cast<int64_t>(gates_.size()); }
+  int64_t heads() const { return heads_; }
+
+  // Runs `batch` once with hook_pattern and hook_z asked for, and throws one line naming the
+  // first layer (its index and registry name) whose attention provides neither or one of them.
+  void check_points(const Batch& batch);
+
+  // Gates [L][H]; throws on other sizes. reset(): ones, no gradient, zero ablation.
+  void set(const Gates& gates);
+  void reset();
+  void require_grad(bool on);
+  const Var& gate(int64_t layer) const { return gates_[static_cast<size_t>(layer)]; }
+  // What a gate of 0 puts in a head's place. Mean ablation needs set_means first.
+  void set_ablation(Ablation ablation);
+  // Per layer the heads' mean outputs [h * d] (hook_z's last two dims, flattened).
+  void set_means(std::vector<Tensor> means);
+  bool has_means() const { return !means_.empty(); }
+
+ private:
+  void update_edits();
+
+  Encoder& model_;
+  int64_t heads_ = 0;
+  Hooks hooks_;
+  std::unique_ptr<HookGuard> attached_;
+  std::vector<Var> gates_;
+  std::vector<Tensor> means_;
+  Ablation ablation_ = Ablation::zero;
+};
+
+}  // namespace analysis_detail
+}  // namespace headlab
