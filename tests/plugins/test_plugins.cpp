@@ -88,8 +88,8 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
             "registered was kept",
             "test_fresh_layer"},
         Bad{"bad_version",
-            "was built against headlab 0.1.0 (plugin ABI 4), but this is headlab " HEADLAB_VERSION
-            " (plugin ABI 4): rebuild it against this headlab",
+            "was built against headlab 0.1.0 (plugin ABI 5), but this is headlab " HEADLAB_VERSION
+            " (plugin ABI 5): rebuild it against this headlab",
             ""},
         Bad{"bad_static",
             "registers layer 'test_static_layer' at load time, outside its entry point",

@@ -207,4 +207,88 @@ void DependencyTask::generate_sentences(uint64_t seed, int64_t index, int64_t fi
   }
 }
 
+bool DependencyTask::corrupt(const Batch& clean, int relation, uint64_t seed, Batch& corrupted,
+                             std::vector<uint8_t>& measured) const {
+  const int R = static_cast<int>(relations_.size());
+  if (relation < 0 || relation >= R)
+    fail("dependency task: corrupt: relation is {} but expected 0 <= relation < {}", relation, R);
+  const int64_t B = clean.batch_size;
+  const auto n = static_cast<size_t>(B * kT);
+  bool sized = B >= 1 && clean.seq_len == kT && clean.features.size() == features_.size() &&
+               clean.partners.size() == relations_.size() && clean.labels.size() == n;
+  for (const auto& f : clean.features) sized = sized && f.size() == n;
+  for (const auto& p : clean.partners) sized = sized && p.size() == n;
+  if (!sized)
+    fail(
+        "dependency task: corrupt: the clean batch is not one of this task's ({} sentences of "
+        "length {}, {} features, {} relations)",
+        B, clean.seq_len, clean.features.size(), clean.partners.size());
+  // Checked before anything is written: a throw leaves `corrupted` as it was.
+  for (int64_t b = 0; b < B; ++b)
+    for (int s = 0; s < R; ++s)
+      for (int64_t t = 1; t < kT; ++t)
+        if (const int32_t p = clean.partners[s][b * kT + t]; p < 0 || p >= kT)
+          fail(
+              "dependency task: corrupt: sentence {} token {} has partner {} for relation {}, "
+              "outside [0, {})",
+              b, t, p, relation_names_[s], kT);
+  // Copy-assignment keeps corrupted's capacity; each sentence is then changed in place, reading
+  // only its own row, which also makes corrupting `clean` itself work.
+  if (&corrupted != &clean) corrupted = clean;
+  measured.assign(n, 0);
+  const auto K = static_cast<int>(colours_);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t row = b * kT;
+    auto partner_of = [&](int s, int t) { return corrupted.partners[s][row + t]; };
+    // Token t is measurable at p when its r-partner is p and no other relation's partner is:
+    // recolouring p then changes its label in digit r alone.
+    auto measurable = [&](int t, int p) {
+      if (partner_of(relation, t) != p) return false;
+      for (int s = 0; s < R; ++s)
+        if (s != relation && partner_of(s, t) == p) return false;
+      return true;
+    };
+    std::array<int, kT> candidates{};
+    int count = 0;
+    for (int i = 1; i < kT; ++i) {
+      const int p = partner_of(relation, i);
+      if (p < 1) continue;  // BOS's colour is fixed
+      bool any = false;
+      for (int t = 1; t < kT && !any; ++t) any = measurable(t, p);
+      if (any) candidates[count++] = i;
+    }
+    if (count == 0) continue;
+    Rng rng = Rng::derive(seed, static_cast<uint64_t>(b), static_cast<uint64_t>(relation));
+    const int i = candidates[rng.below(static_cast<uint64_t>(count))];
+    const int p = partner_of(relation, i);
+    const auto at = static_cast<size_t>(row + p);
+    int colour = 0, category = 0;
+    if (joint_) {
+      category = (corrupted.features[0][at] - 1) / K;
+      colour = (corrupted.features[0][at] - 1) % K;
+    } else {
+      colour = corrupted.features[1][at];
+    }
+    colour = (colour + 1 + static_cast<int>(rng.below(static_cast<uint64_t>(K - 1)))) % K;
+    if (joint_)
+      corrupted.features[0][at] = 1 + category * K + colour;
+    else
+      corrupted.features[1][at] = colour;
+    // Every label of the sentence again, from the partners' colours (the new one included).
+    for (int t = 1; t < kT; ++t) {
+      int64_t label = 0;
+      for (int s = 0; s < R; ++s) {
+        const auto q = static_cast<size_t>(row + partner_of(s, t));
+        const int32_t c =
+            joint_ ? (q == static_cast<size_t>(row) ? 0 : (corrupted.features[0][q] - 1) % K)
+                   : corrupted.features[1][q];
+        label = label * colours_ + c;
+      }
+      corrupted.labels[static_cast<size_t>(row + t)] = static_cast<int32_t>(label);
+      measured[static_cast<size_t>(row + t)] = measurable(t, p) ? 1 : 0;
+    }
+  }
+  return true;
+}
+
 }  // namespace headlab

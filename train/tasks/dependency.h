@@ -82,6 +82,15 @@ class DependencyTask final : public Task {
                           Batch& out) const override;
   // Relation r is right when the predicted label's colour digit r is the gold one.
   bool relation_correct(int32_t predicted, int32_t gold, int relation) const override;
+  // Activation patching's corruption (Task::corrupt; docs/task.md, "Activation patching: the
+  // corruption"): per sentence b, from Rng::derive(seed, b, relation), a word i is drawn
+  // uniformly among those whose partner p = partner_r(i) is a word (not BOS) and is the r-partner
+  // of at least one token that has no other relation's partner at p; p gets a colour uniform
+  // over the other K - 1 colours. The measured tokens are those tokens, whose label changes in
+  // digit r alone; a sentence without such a word stays as it is. Positions do not move, so the
+  // corrupted batch's partners are clean's.
+  bool corrupt(const Batch& clean, int relation, uint64_t seed, Batch& corrupted,
+               std::vector<uint8_t>& measured) const override;
   // "BOS", or "<CATEGORY>:<colour>" ("SUBJ:2").
   std::string token_string(const std::vector<std::vector<int32_t>>& features,
                            int64_t index) const override;

@@ -32,4 +32,9 @@ std::string Task::token_string(const std::vector<std::vector<int32_t>>& features
   return s;
 }
 
+bool Task::corrupt(const Batch& /*clean*/, int /*relation*/, uint64_t /*seed*/,
+                   Batch& /*corrupted*/, std::vector<uint8_t>& /*measured*/) const {
+  return false;
+}
+
 }  // namespace headlab

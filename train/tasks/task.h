@@ -112,6 +112,30 @@ class Task {
   // attention_tokens.json and the report. The default joins the feature ids with ':'.
   virtual std::string token_string(const std::vector<std::vector<int32_t>>& features,
                                    int64_t index) const;
+
+  // Activation patching (Heimersheim & Nanda): a corrupted copy of `clean` in which relation
+  // `relation`'s partner of some tokens changes and their label changes with it, so that a
+  // head's output patched from the clean run into the corrupted one can be scored by the
+  // fraction of the clean-minus-corrupted logit difference it restores. Returns false when the
+  // task cannot make one (the default): the analysis then skips patching and says so, and
+  // `corrupted` and `measured` are left as they were. Returns true after filling them:
+  //   - `corrupted` has clean's sizes; its features, labels and partners are those of the
+  //     corrupted sentences (a task may keep the partners, e.g. when only a partner's content
+  //     changes and no position moves);
+  //   - measured[b * T + t] ([B * T]) is 1 at exactly the tokens whose label differs from
+  //     clean's in relation `relation`'s part and in no other relation's part (relation_correct
+  //     tells the parts apart), 0 elsewhere: the tokens where the logit difference between the
+  //     clean label and the corrupted label is measured. A token whose label changes in
+  //     another relation's part too is not measured: patching one relation's head cannot
+  //     restore it.
+  //   - deterministic in (clean, relation, seed), and sentence b's corruption is a function of
+  //     (seed, b, relation, sentence b) alone, as generate's sentences are of their own seeds;
+  //   - every sentence gets at least one measured token where the task can give it one; a
+  //     sentence that cannot be corrupted this way is left as it is, with none.
+  // `corrupted` may be `clean` itself (corrupted in place); its buffers are reused. Throws
+  // headlab::Error if relation is outside [0, R) or clean's sizes are not this task's.
+  virtual bool corrupt(const Batch& clean, int relation, uint64_t seed, Batch& corrupted,
+                       std::vector<uint8_t>& measured) const;
 };
 
 }  // namespace headlab
