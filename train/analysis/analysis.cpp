@@ -227,6 +227,10 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   measure_importance(hooks, task, set, res);
   res.pruning = prune(hooks, task, set, evals, res);
   res.composition = compose(hooks, set, res);
+  // The corruptions' own stream: the evaluation seed's sentences drawn again with another key.
+  const uint64_t patch_seed = static_cast<uint64_t>(res.seed) * 0x9E3779B97F4A7C15ull + 0x7061746368;
+  res.patching = activation_patching(hooks, task, set, static_cast<int>(res.relations.size()),
+                                     patch_seed);
   return res;
 }
 

@@ -17,6 +17,9 @@
 //   - with two or more layers, composition: for each head of layer >= 1, the head below it
 //     whose attention it continues (two-step paths) and the mass it loses without each lower
 //     head (train/analysis/composition.h);
+//   - activation patching (activation_patching.h): per relation, the fraction of the clean-minus-
+//     corrupted logit difference each head's output restores, and the residual stream's, when
+//     the task makes corrupted copies (Task::corrupt);
 //   - attention maps of the first `examples` sentences of eval batch 0, per layer and head.
 // The model's gates are restored to ones and its gradients zeroed before returning.
 //
@@ -44,6 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/analysis/activation_patching.h"
 #include "train/analysis/composition.h"
 #include "train/analysis/head_metrics.h"
 #include "train/analysis/pruning.h"
@@ -107,6 +111,7 @@ struct AnalysisResult {
   std::vector<PruningStep> pruning;          // heads_pruned 0 .. L*H - 1
   PathMass paths;                            // two-step paths (layers >= 2)
   std::vector<HeadComposition> composition;  // heads of layers >= 1
+  PatchingMap patching;                      // activation patching (activation_patching.h)
 
   const HeadAnalysis& at(int l, int h) const {
     return per_head[static_cast<size_t>(l) * heads + h];

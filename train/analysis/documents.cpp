@@ -1,5 +1,7 @@
 // The analysis' documents: heads.json, attention_tokens.json and attention.npy (analysis.h).
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -22,6 +24,19 @@ json by_relation(const AnalysisResult& res, const std::vector<double>& v) {
   return o;
 }
 
+json optional_number(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// {"PREV": restored, ...} for head k (l * H + h); null where undefined or not measured.
+json head_patching(const AnalysisResult& res, size_t k) {
+  if (!res.patching.available) return nullptr;
+  json o = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r)
+    o[res.relations[r]] = optional_number(res.patching.heads[r][k]);
+  return o;
+}
+
 json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
   return {{"head", a.head},
           {"mass", by_relation(res, a.mass)},
@@ -38,7 +53,9 @@ json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
           {"keep_only_accuracy", a.keep_only_accuracy},
           {"keep_only_component_accuracy", by_relation(res, a.keep_only_component)},
           {"importance", a.importance},
-          {"importance_raw", a.importance_raw}};
+          {"importance_raw", a.importance_raw},
+          {"patching_restored",
+           head_patching(res, static_cast<size_t>(a.layer) * res.heads + a.head)}};
 }
 
 json head_ref(const HeadRef& h) {
@@ -88,6 +105,40 @@ json composition_json(const AnalysisResult& res) {
   return out;
 }
 
+// "patching": null when the task makes no corrupted copies; else per relation the measured
+// tokens, the clean and corrupted mean logit differences, every head's restored fraction
+// ([layer][head]) and the residual stream's, at the corrupted positions (source) and at the
+// measured tokens (destination).
+json patching_json(const AnalysisResult& res) {
+  const PatchingMap& p = res.patching;
+  if (!p.available) return nullptr;
+  json relations = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r) {
+    json heads = json::array();
+    for (int l = 0; l < res.layers; ++l) {
+      json row = json::array();
+      for (int h = 0; h < res.heads; ++h)
+        row.push_back(optional_number(p.heads[r][static_cast<size_t>(l) * res.heads + h]));
+      heads.push_back(row);
+    }
+    json residual = json::array();
+    for (const ResidualPatching& rp : p.residual)
+      residual.push_back({{"hook", rp.hook},
+                          {"source", optional_number(rp.source[r])},
+                          {"destination", optional_number(rp.destination[r])}});
+    relations[res.relations[r]] = {{"tokens", p.tokens[r]},
+                                   {"clean_logit_difference", p.clean[r]},
+                                   {"corrupted_logit_difference", p.corrupted[r]},
+                                   {"heads", heads},
+                                   {"residual", residual}};
+  }
+  return {{"metric",
+           "(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted), LD = logit[clean label] - "
+           "logit[corrupted label] at the measured tokens"},
+          {"seed", p.seed},
+          {"relations", relations}};
+}
+
 }  // namespace
 
 json analysis_to_json(const AnalysisResult& res) {
@@ -115,6 +166,7 @@ json analysis_to_json(const AnalysisResult& res) {
           {"group_ablation_drop", drops},
           {"pruning", pruning_json(res)},
           {"composition", composition_json(res)},
+          {"patching", patching_json(res)},
           {"eval",
            {{"seed", res.seed},
             {"batches", res.batches},

@@ -1,0 +1,51 @@
+#pragma once
+// Activation patching of every head and of the residual stream (patching.h holds the metric's
+// arithmetic), through the hook points. For each relation r and evaluation batch, the task makes
+// a corrupted copy in which r's partner of some tokens changes and their label with it
+// (Task::corrupt); the clean batch is run once with every layer's hook_z and residual points
+// cached, the corrupted batch once plain, and then once per site with that site's clean value
+// edited in:
+//   head (l, h)          blocks.l.attn.hook_z, head h's slice            ([.., h, :] of [B, T, h, d])
+//   residual, source     blocks.l.hook_resid_pre (and the last block's hook_resid_post) at the
+//                        positions whose input the corruption changed
+//   residual, destination the same points at the measured tokens
+// Each site's number is the fraction of the clean-minus-corrupted logit difference it restores.
+// A head that carries r's partner into the residual stream restores r's difference; a head that
+// merely attends to the partner, and whose output the model does not read, restores none.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headlab {
+
+class Task;
+
+// One residual-stream point's two patches, per relation.
+struct ResidualPatching {
+  std::string hook;                                 // "blocks.0.hook_resid_pre"
+  std::vector<std::optional<double>> source;       // [R]
+  std::vector<std::optional<double>> destination;  // [R]
+};
+
+struct PatchingMap {
+  bool available = false;  // false: the task makes no corrupted copies (Task::corrupt)
+  uint64_t seed = 0;       // the corruptions' seed
+  std::vector<int64_t> tokens;                    // [R] measured tokens over the set
+  std::vector<double> clean, corrupted;           // [R] mean logit differences
+  std::vector<std::vector<std::optional<double>>> heads;  // [R][L * H] restored, layer-major
+  std::vector<ResidualPatching> residual;         // blocks' inputs, then the last block's output
+};
+
+namespace analysis_detail {
+
+class AnalysisHooks;
+struct EvalSet;
+
+// The map above over the set, with the model's gates at ones; relations [R].
+PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const EvalSet& set,
+                                int relations, uint64_t seed);
+
+}  // namespace analysis_detail
+}  // namespace headlab
