@@ -97,13 +97,19 @@ void measure_attention(Encoder& model, const Task& task, const EvalSet& set, int
   res.examples.seq_len = task.seq_len();
   const int R = static_cast<int>(res.relations.size());
   PathMassAccumulator paths(res.layers, res.heads, R);
+  ChanceBaselineAccumulator chance(R);
+  // The tasks' batches carry no padding (every key visible); a padded task would pass its key
+  // padding mask to both accumulators here.
   const auto visit = [&](size_t k, const Batch& b, const std::vector<Tensor>& weights,
                          std::span<const uint8_t> counted, const Tensor& logits) {
     if (k == 0) keep_examples(task, b, weights, logits, res.examples);
     if (res.layers > 1) paths.add(weights, b.partners, counted);
+    chance.add(b.batch_size, b.seq_len, b.partners, counted);
   };
   res.metrics = attention_metrics(model, set, R, visit);
   res.paths = paths.finish();
+  res.baselines = chance.finish();
+  res.best_heads = best_heads(res.metrics.argmax_accuracy, res.baselines);
 }
 
 // Each head's metrics, and the accuracy with that head gated off and with only it kept in its
@@ -204,8 +210,10 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   const EvalSet set =
       make_eval_set(task, static_cast<uint64_t>(res.seed), res.batches, res.batch_size);
   const EvalModeGuard eval_mode(model);
-  const EvalCounts counts = evaluate(model, set, task);
+  std::vector<EvalCounts> per_batch;
+  const EvalCounts counts = evaluate(model, set, task, &per_batch);
   res.eval = label_accuracy(counts);
+  res.eval_spread = accuracy_spread(per_batch);
   res.eval_loss = counts.loss();
   measure_attention(model, task, set, options.examples, res);
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);

@@ -54,10 +54,16 @@ void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates) {
     model.attention(static_cast<int64_t>(l)).set_head_mask(gates[l]);
 }
 
-EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task) {
+EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task,
+                    std::vector<EvalCounts>* per_batch) {
   NoGradGuard no_grad;
   EvalCounts counts;
-  for (const Batch& b : set.batches) counts.add(evaluate_batch(model, b, task));
+  if (per_batch) per_batch->clear();
+  for (const Batch& b : set.batches) {
+    const EvalCounts one = evaluate_batch(model, b, task);
+    counts.add(one);
+    if (per_batch) per_batch->push_back(one);
+  }
   return counts;
 }
 

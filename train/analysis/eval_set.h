@@ -35,8 +35,10 @@ void predict(const Tensor& logits, std::vector<int32_t>& out);
 void set_gates(Encoder& model, const std::vector<std::vector<float>>& gates);
 
 // The set's counts with the current gates: the one evaluation (train/eval/evaluation.h), so
-// accuracy and loss are token-weighted as in training's metrics.
-EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task);
+// accuracy and loss are token-weighted as in training's metrics. With `per_batch`, each batch's
+// own counts too, in order (the spread of accuracy across batches).
+EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task,
+                    std::vector<EvalCounts>* per_batch = nullptr);
 
 // Each gate setting's accuracy, evaluated once: the analysis meets some settings more than once
 // (a relation group of one head is that head's ablation; with one head in a layer, keeping it
