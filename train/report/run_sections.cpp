@@ -150,8 +150,8 @@ std::string ablation_body(const RunView& v) {
   for (size_t k = 0; k < h.per_head.size(); ++k) {
     const std::string color = head_color(h, k), note = bar_note(h, k);
     const double acc = num(h.per_head[k], "ablation_accuracy");
-    // A drop within the spread of accuracy across batches is marked: it may be noise.
-    const bool within = !std::isnan(noise) && !std::isnan(all) && all - acc < noise;
+    // A drop (or a gain) within the spread of accuracy across batches is marked: it may be noise.
+    const bool within = !std::isnan(noise) && !std::isnan(all) && std::abs(all - acc) < noise;
     off.push_back({h.label[k], acc, color, within ? note + (note.empty() ? "" : " ") + "~" : note});
     only.push_back({h.label[k], num(h.per_head[k], "keep_only_accuracy"), color, note});
     imp.push_back({h.label[k], num(h.per_head[k], "importance"), color, note});
@@ -169,7 +169,8 @@ std::string ablation_body(const RunView& v) {
              "Gate a head to 0 and measure accuracy; importance is the mean |dL/dgate| at gate "
              "1 (Michel et al. 2019). Bars are coloured by the relation the head claims, grey "
              "when it claims none." +
-             noise_note(v.files.heads, " A \"~\" after a gated-off bar marks a drop below it.")) +
+             noise_note(v.files.heads,
+                        " A \"~\" after a gated-off bar marks a change smaller than that.")) +
          "<div class=\"row\">" + figure(svg::bar_chart(off, bo)) +
          figure(svg::bar_chart(only, ko)) + figure(svg::bar_chart(imp, io)) + "</div>" +
          group_matrix(v.files, h);

@@ -49,9 +49,12 @@ std::string composition_verdict(const json& doc, const Heads& h) {
     if (!c["claimed"].get<bool>() || !x.is_array() || x.size() != 2 || !x[0].is_number_integer() ||
         !x[1].is_number_integer())
       continue;
+    // Edited or foreign documents: fields of the wrong type read as unknown, never throw.
+    const json rel = c.value("relation", json());
     claimed.push_back(fmt::format("L{}H{} via L{}H{} ({} {:.2f}, chance {:.2f})",
-                                  c.value("layer", -1), c.value("head", -1), x[0].get<int>(),
-                                  x[1].get<int>(), c.value("relation", std::string("?")),
+                                  static_cast<int>(num(c, "layer", -1)),
+                                  static_cast<int>(num(c, "head", -1)), x[0].get<int>(),
+                                  x[1].get<int>(), rel.is_string() ? rel.get<std::string>() : "?",
                                   num(c, "path_mass", 0.0), num(c, "path_mass_baseline", 0.0)));
   }
   if (!known || h.layers < 2) return "";
