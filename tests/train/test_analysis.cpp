@@ -123,6 +123,46 @@ TEST_CASE(
   }
 
   const std::vector<Batch> batches = eval_batches(task, t.config);
+  // Chance baselines: T = 17 keys, all visible, one partner per relation -> 1/17; PREV is the
+  // offset -1 head, right on every query.
+  for (int rel = 0; rel < 3; ++rel)
+    CHECK(r.baselines.mass_uniform[rel] == doctest::Approx(1.0 / 17));
+  CHECK(r.baselines.argmax_offset[0] == doctest::Approx(1.0));
+  CHECK(r.baselines.argmax_offset_offset[0] == -1);
+  CHECK(r.baselines.queries == r.metrics.queries);
+  // The spread of accuracy over the two batches, each evaluated on its own.
+  const double acc0 = accuracy_and_loss(model, {batches[0]}).first;
+  const double acc1 = accuracy_and_loss(model, {batches[1]}).first;
+  REQUIRE(r.eval_spread.defined);
+  CHECK(r.eval_spread.batches == 2);
+  CHECK(r.eval_spread.sd == doctest::Approx(std::abs(acc0 - acc1) / std::sqrt(2.0)));
+  CHECK(r.eval_spread.drop_baseline == doctest::Approx(2 * r.eval_spread.sd / std::sqrt(2.0)));
+  REQUIRE(r.best_heads.size() == 3);
+  for (int rel = 0; rel < 3; ++rel) {
+    const BestHead& b = r.best_heads[rel];
+    for (const HeadAnalysis& a : r.per_head) CHECK(a.argmax_accuracy[rel] <= b.argmax_accuracy);
+    CHECK(b.margin == doctest::Approx(b.argmax_accuracy - r.baselines.argmax_offset[rel]));
+  }
+  REQUIRE(r.composition.size() == 4);
+  for (const HeadComposition& c : r.composition) {
+    CHECK(c.path_mass_baseline == r.paths.baseline(c.composes_with, c.relation));
+    CHECK(c.claimed == (c.path_mass > c.path_mass_baseline + kCompositionMargin));
+  }
+  // heads.json carries them beside each head's scores and once at top level.
+  const json doc = analysis_to_json(r);
+  const json& head = doc["layers"][1]["heads"][2];
+  CHECK(head["mass_uniform_baseline"]["HEAD"].get<double>() == doctest::Approx(1.0 / 17));
+  CHECK(head["argmax_offset_baseline"]["PREV"].get<double>() == doctest::Approx(1.0));
+  CHECK(head["argmax_offset_baseline_offset"]["PREV"] == -1);
+  CHECK(head.contains("mass_distinct_uniform_baseline"));
+  CHECK(head["ablation_drop_baseline"].get<double>() == r.eval_spread.drop_baseline);
+  CHECK(doc["baselines"]["mass_uniform_baseline"] == head["mass_uniform_baseline"]);
+  CHECK(doc["baselines"]["composition_margin"] == kCompositionMargin);
+  CHECK(doc["eval_accuracy_spread"]["batches"] == 2);
+  CHECK(doc["best_heads"]["PREV"]["margin"].get<double>() == r.best_heads[0].margin);
+  CHECK(doc["composition"][0]["claimed"] == r.composition[0].claimed);
+  CHECK(doc["composition"][0]["sources"][0].contains("path_mass_baseline"));
+
   const int64_t d = 32 / 4;
   SUBCASE("ablation equals zeroing the head's value projection") {
     // Head h's output is A_h (x W_v,h^T + b_v,h); zeroing that block of the V rows of

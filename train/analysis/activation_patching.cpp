@@ -94,8 +94,9 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
         for (int64_t head = 0; head < H; ++head) {
           Tensor mask = Tensor::zeros({1, 1, H, 1});
           mask[head] = 1.0f;
-          head_acc.add(r, static_cast<int>(l * H + head), ld_clean, ld_corrupted,
-                       patched(cached[static_cast<size_t>(l)], mask, values[static_cast<size_t>(l)]));
+          head_acc.add(
+              r, static_cast<int>(l * H + head), ld_clean, ld_corrupted,
+              patched(cached[static_cast<size_t>(l)], mask, values[static_cast<size_t>(l)]));
         }
       const Tensor source = changed_positions(clean, corrupted);
       const Tensor destination = measured_positions(clean, measured);
@@ -112,7 +113,8 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
     map.tokens.push_back(t.tokens);
     map.clean.push_back(t.tokens ? t.clean / static_cast<double>(t.tokens) : 0.0);
     map.corrupted.push_back(t.tokens ? t.corrupted / static_cast<double>(t.tokens) : 0.0);
-    for (int k = 0; k < heads; ++k) map.heads[static_cast<size_t>(r)].push_back(head_acc.restored(r, k));
+    for (int k = 0; k < heads; ++k)
+      map.heads[static_cast<size_t>(r)].push_back(head_acc.restored(r, k));
   }
   for (int p = 0; p < points; ++p) {
     ResidualPatching rp{residual[static_cast<size_t>(p)], {}, {}};

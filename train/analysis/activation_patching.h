@@ -24,18 +24,18 @@ class Task;
 
 // One residual-stream point's two patches, per relation.
 struct ResidualPatching {
-  std::string hook;                                 // "blocks.0.hook_resid_pre"
+  std::string hook;                                // "blocks.0.hook_resid_pre"
   std::vector<std::optional<double>> source;       // [R]
   std::vector<std::optional<double>> destination;  // [R]
 };
 
 struct PatchingMap {
-  bool available = false;  // false: the task makes no corrupted copies (Task::corrupt)
-  uint64_t seed = 0;       // the corruptions' seed
-  std::vector<int64_t> tokens;                    // [R] measured tokens over the set
-  std::vector<double> clean, corrupted;           // [R] mean logit differences
+  bool available = false;       // false: the task makes no corrupted copies (Task::corrupt)
+  uint64_t seed = 0;            // the corruptions' seed
+  std::vector<int64_t> tokens;  // [R] measured tokens over the set
+  std::vector<double> clean, corrupted;                   // [R] mean logit differences
   std::vector<std::vector<std::optional<double>>> heads;  // [R][L * H] restored, layer-major
-  std::vector<ResidualPatching> residual;         // blocks' inputs, then the last block's output
+  std::vector<ResidualPatching> residual;  // blocks' inputs, then the last block's output
 };
 
 namespace analysis_detail {

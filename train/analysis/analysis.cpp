@@ -97,13 +97,19 @@ void measure_attention(AnalysisHooks& hooks, const Task& task, const EvalSet& se
   res.examples.seq_len = task.seq_len();
   const int R = static_cast<int>(res.relations.size());
   PathMassAccumulator paths(res.layers, res.heads, R);
+  ChanceBaselineAccumulator chance(R);
+  // The tasks' batches carry no padding (every key visible); a padded task would pass its key
+  // padding mask to both accumulators here.
   const auto visit = [&](size_t k, const Batch& b, const std::vector<Tensor>& weights,
                          std::span<const uint8_t> counted, const Tensor& logits) {
     if (k == 0) keep_examples(task, b, weights, logits, res.examples);
     if (res.layers > 1) paths.add(weights, b.partners, counted);
+    chance.add(b.batch_size, b.seq_len, b.partners, counted);
   };
   res.metrics = attention_metrics(hooks, set, R, visit);
   res.paths = paths.finish();
+  res.baselines = chance.finish();
+  res.best_heads = best_heads(res.metrics.argmax_accuracy, res.baselines);
 }
 
 // Each head's metrics, and the accuracy with that head's output replaced (by zero, and by its
@@ -212,8 +218,10 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   const EvalModeGuard eval_mode(model);
   AnalysisHooks hooks(model);
   if (!set.batches.empty()) hooks.check_points(set.batches.front());
-  const EvalCounts counts = evaluate(model, set, task);
+  std::vector<EvalCounts> per_batch;
+  const EvalCounts counts = evaluate(model, set, task, &per_batch);
   res.eval = label_accuracy(counts);
+  res.eval_spread = accuracy_spread(per_batch);
   res.eval_loss = counts.loss();
   measure_attention(hooks, task, set, options.examples, res);
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);
@@ -228,9 +236,10 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   res.pruning = prune(hooks, task, set, evals, res);
   res.composition = compose(hooks, set, res);
   // The corruptions' own stream: the evaluation seed's sentences drawn again with another key.
-  const uint64_t patch_seed = static_cast<uint64_t>(res.seed) * 0x9E3779B97F4A7C15ull + 0x7061746368;
-  res.patching = activation_patching(hooks, task, set, static_cast<int>(res.relations.size()),
-                                     patch_seed);
+  const uint64_t patch_seed =
+      static_cast<uint64_t>(res.seed) * 0x9E3779B97F4A7C15ull + 0x7061746368;
+  res.patching =
+      activation_patching(hooks, task, set, static_cast<int>(res.relations.size()), patch_seed);
   return res;
 }
 

@@ -20,7 +20,11 @@
 //   - activation patching (activation_patching.h): per relation, the fraction of the clean-minus-
 //     corrupted logit difference each head's output restores, and the residual stream's, when
 //     the task makes corrupted copies (Task::corrupt);
-//   - attention maps of the first `examples` sentences of eval batch 0, per layer and head.
+//   - attention maps of the first `examples` sentences of eval batch 0, per layer and head;
+//   - chance baselines beside the scores (train/analysis/baselines.h): per relation the mass of
+//     a uniform head and the argmax accuracy of the best fixed-offset head, the uniform-Y path
+//     mass of each composition, the spread of accuracy across batches for ablation drops, and
+//     the best head per relation against its offset baseline.
 // The model's gates are restored to ones and its gradients zeroed before returning.
 //
 // Files (write_analysis):
@@ -36,6 +40,16 @@
 //                          "relation", "composes_with": [layer, head], "path_mass", "mass",
 //                          "sources": [{"layer", "head", "path_mass", "ablated_mass"}]}]
 //                          (empty for one layer).
+//                          Chance baselines (names ending in _baseline): each head and the
+//                          top-level "baselines" carry "mass_uniform_baseline",
+//                          "mass_distinct_uniform_baseline", "argmax_offset_baseline",
+//                          "argmax_offset_baseline_offset" (by relation) and
+//                          "ablation_drop_baseline"; each composition entry and source
+//                          "path_mass_baseline", the entry "claimed"; top level
+//                          "eval_accuracy_spread": {"sd", "standard_error", "batches"} and
+//                          "best_heads": {relation: {"head": [layer, head], "argmax_accuracy",
+//                          "argmax_offset_baseline", "argmax_offset_baseline_offset",
+//                          "margin"}}.
 //   attention.npy          float32 [examples, layers, heads, T, T] (.npy v1.0)
 //   attention_tokens.json  {"shape", "relations", "examples": [{"tokens": ["BOS", "SUBJ:2", ..],
 //                          "partners": {"PREV": [-1, 0, ..], ..}, "labels", "predicted"}]}
@@ -48,6 +62,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/analysis/activation_patching.h"
+#include "train/analysis/baselines.h"
 #include "train/analysis/composition.h"
 #include "train/analysis/head_metrics.h"
 #include "train/analysis/pruning.h"
@@ -112,6 +127,9 @@ struct AnalysisResult {
   PathMass paths;                            // two-step paths (layers >= 2)
   std::vector<HeadComposition> composition;  // heads of layers >= 1
   PatchingMap patching;                      // activation patching (activation_patching.h)
+  ChanceBaselines baselines;                 // over the same counted queries as `metrics`
+  AccuracySpread eval_spread;                // per-batch accuracy of the ungated model
+  std::vector<BestHead> best_heads;          // [R]
 
   const HeadAnalysis& at(int l, int h) const {
     return per_head[static_cast<size_t>(l) * heads + h];

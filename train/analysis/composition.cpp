@@ -1,5 +1,7 @@
 #include "train/analysis/composition.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace headlab {
@@ -9,17 +11,23 @@ PathMassAccumulator::PathMassAccumulator(int layers, int heads, int relations) {
     fail("path mass: layers, heads and relations must be positive but are {}, {}, {}", layers,
          heads, relations);
   const size_t n = static_cast<size_t>(layers) * heads;
-  sum_ = {layers, heads, relations, std::vector<double>(n * n * relations, 0.0)};
+  sum_ = {layers, heads, relations, std::vector<double>(n * n * relations, 0.0),
+          std::vector<double>(n * relations, 0.0)};
 }
 
 void PathMassAccumulator::add(std::span<const Tensor> attention,
                               std::span<const std::vector<int32_t>> partners,
-                              std::span<const uint8_t> counted) {
+                              std::span<const uint8_t> counted,
+                              std::span<const uint8_t> key_padding) {
   check_attention_inputs(sum_.layers, sum_.heads, sum_.relations, attention, partners, counted);
   const int L = sum_.layers, H = sum_.heads, R = sum_.relations;
   const int64_t B = attention[0].size(0), T = attention[0].size(2);
   const size_t n = static_cast<size_t>(L) * H;
+  if (!key_padding.empty() && key_padding.size() != static_cast<size_t>(B * T))
+    fail("path mass: key padding has {} entries but expected B*T = {}", key_padding.size(), B * T);
+  std::vector<double> column(static_cast<size_t>(T));
   for (int64_t b = 0; b < B; ++b) {
+    add_uniform(attention, partners, counted, key_padding, b, column);
     for (int64_t i = 0; i < T; ++i) {
       const size_t q = static_cast<size_t>(b * T + i);
       if (!counted[q]) continue;
@@ -45,10 +53,47 @@ void PathMassAccumulator::add(std::span<const Tensor> attention,
   }
 }
 
+// The uniform-Y baseline of sequence b: a key padding mask is per sequence, so every query of b
+// sees the same keys and sum_{j visible} A_X[j, k] is one column sum per (X, k), computed once.
+void PathMassAccumulator::add_uniform(std::span<const Tensor> attention,
+                                      std::span<const std::vector<int32_t>> partners,
+                                      std::span<const uint8_t> counted,
+                                      std::span<const uint8_t> key_padding, int64_t b,
+                                      std::vector<double>& column) {
+  const int L = sum_.layers, H = sum_.heads, R = sum_.relations;
+  const int64_t T = attention[0].size(2);
+  std::vector<uint8_t> visible(static_cast<size_t>(T), 1);
+  int64_t seen = T;
+  if (!key_padding.empty()) {
+    seen = 0;
+    for (int64_t j = 0; j < T; ++j) {
+      visible[j] = key_padding[static_cast<size_t>(b * T + j)] == 0 ? 1 : 0;
+      seen += visible[j];
+    }
+  }
+  if (seen == 0) return;  // no query of b can attend anywhere: no uniform head exists
+  for (int l = 0; l + 1 < L; ++l) {
+    for (int h = 0; h < H; ++h) {
+      const float* x = attention[l].data() + (b * H + h) * T * T;  // A_X[:, :]
+      std::fill(column.begin(), column.end(), 0.0);
+      for (int64_t j = 0; j < T; ++j)
+        if (visible[j])
+          for (int64_t k = 0; k < T; ++k) column[k] += x[j * T + k];
+      double* out = &sum_.uniform[static_cast<size_t>(l * H + h) * R];
+      for (int64_t i = 0; i < T; ++i) {
+        const size_t q = static_cast<size_t>(b * T + i);
+        if (!counted[q]) continue;
+        for (int r = 0; r < R; ++r) out[r] += column[partners[r][q]] / static_cast<double>(seen);
+      }
+    }
+  }
+}
+
 PathMass PathMassAccumulator::finish() const {
   PathMass out = sum_;
   const double inv = queries_ > 0 ? 1.0 / static_cast<double>(queries_) : 0.0;
   for (double& v : out.values) v *= inv;
+  for (double& v : out.uniform) v *= inv;
   return out;
 }
 
@@ -79,9 +124,12 @@ std::vector<HeadComposition> compositions(const HeadRelationMatrix& base, const 
             c.path_mass = paths.at(c.head, c.composes_with, r);
           }
       c.mass = base.at(l, h, c.relation);
+      c.path_mass_baseline = paths.baseline(c.composes_with, c.relation);
+      c.claimed = c.path_mass > c.path_mass_baseline + kCompositionMargin;
       for (int k = 0; k < l * H; ++k) {
         const HeadRef x{k / H, k % H};
-        c.sources.push_back({x, paths.at(c.head, x, c.relation), ablated[k].at(l, h, c.relation)});
+        c.sources.push_back({x, paths.at(c.head, x, c.relation), ablated[k].at(l, h, c.relation),
+                             paths.baseline(x, c.relation)});
       }
       out.push_back(std::move(c));
     }

@@ -13,6 +13,12 @@
 // and the head X it composes with; and, for every lower head X', P[Y, X', r] and Y's own mass
 // M[Y, r] with X' gated off (a drop there means Y's query or key depends on X': it cannot find
 // its partner without it).
+//
+// Chance: a uniform upper head reaches the partner too, through whatever X puts on it. The
+// baseline of a path replaces Y by a head attending uniformly over the keys query i can see,
+//   P_uniform[X, r] = mean_i sum_{j visible(i)} (1 / |visible(i)|) A_X[j, p_r(i)]
+// (the same for every Y above X), and composition is claimed only when P exceeds it by
+// kCompositionMargin (docs/analysis.md, "Baselines").
 
 #include <cstdint>
 #include <span>
@@ -23,14 +29,27 @@
 
 namespace headlab {
 
+// How far a path's mass must exceed its uniform-Y baseline for composition to be claimed: an
+// absolute margin in units of one query's attention (path masses and baselines both lie in
+// [0, 1]). Absolute rather than a ratio because the baseline is often near 1/T: twice 0.03 is
+// still noise, while a tenth of every query's attention arriving through Y beyond what a
+// uniform Y delivers is a path Y's weights must have chosen.
+inline constexpr double kCompositionMargin = 0.1;
+
 // P[Y, X, r] for every pair of heads with X in a lower layer than Y; 0 elsewhere.
 struct PathMass {
   int layers = 0, heads = 0, relations = 0;
-  std::vector<double> values;  // [(L*H) * (L*H) * R]: index (y * L*H + x) * R + r
+  std::vector<double> values;   // [(L*H) * (L*H) * R]: index (y * L*H + x) * R + r
+  std::vector<double> uniform;  // [(L*H) * R]: P_uniform[X, r], index x * R + r (X below L-1)
 
   double at(HeadRef y, HeadRef x, int r) const {
     const size_t n = static_cast<size_t>(layers) * heads;
     return values[((y.layer * heads + y.head) * n + x.layer * heads + x.head) * relations + r];
+  }
+  // 0 when the baseline was not measured (a PathMass built by hand without it).
+  double baseline(HeadRef x, int r) const {
+    const size_t k = static_cast<size_t>(x.layer * heads + x.head) * relations + r;
+    return k < uniform.size() ? uniform[k] : 0.0;
   }
 };
 
@@ -38,20 +57,26 @@ class PathMassAccumulator {
  public:
   // Throws headlab::Error unless layers, heads, relations > 0.
   PathMassAccumulator(int layers, int heads, int relations);
-  // As HeadMetricsAccumulator::add (the same arguments and checks).
+  // As HeadMetricsAccumulator::add (the same arguments and checks); key_padding as
+  // ChanceBaselineAccumulator::add (empty: every key visible), for the uniform-Y baseline.
   void add(std::span<const Tensor> attention, std::span<const std::vector<int32_t>> partners,
-           std::span<const uint8_t> counted);
+           std::span<const uint8_t> counted, std::span<const uint8_t> key_padding = {});
   PathMass finish() const;
 
  private:
+  void add_uniform(std::span<const Tensor> attention,
+                   std::span<const std::vector<int32_t>> partners, std::span<const uint8_t> counted,
+                   std::span<const uint8_t> key_padding, int64_t b, std::vector<double>& column);
+
   PathMass sum_;
   int64_t queries_ = 0;
 };
 
 struct CompositionSource {
-  HeadRef head;               // X', in a layer below Y
-  double path_mass = 0.0;     // P[Y, X', r]
-  double ablated_mass = 0.0;  // M[Y, r] with X' gated off
+  HeadRef head;                     // X', in a layer below Y
+  double path_mass = 0.0;           // P[Y, X', r]
+  double ablated_mass = 0.0;        // M[Y, r] with X' gated off
+  double path_mass_baseline = 0.0;  // P_uniform[X', r]
 };
 
 struct HeadComposition {
@@ -59,13 +84,16 @@ struct HeadComposition {
   int relation = -1;                       // r of Y's strongest path
   HeadRef composes_with;                   // X of that path
   double path_mass = 0.0;                  // P[Y, X, r]
+  double path_mass_baseline = 0.0;         // P_uniform[X, r]
+  bool claimed = false;                    // path_mass > path_mass_baseline + kCompositionMargin
   double mass = 0.0;                       // M[Y, r]: Y alone, one step
   std::vector<CompositionSource> sources;  // every head of the layers below Y, layer-major
 };
 
 // base: masses with every head on; ablated[k]: with head k (= l * H + h, l < L - 1) gated off,
 // one matrix per head of layers 0 .. L-2. One entry per head of layers 1 .. L-1 (none for one
-// layer); ties go to the lowest (X, r). Throws headlab::Error when the sizes disagree.
+// layer); ties go to the lowest (X, r). The strongest path is chosen by its mass, as before the
+// baselines, and then claimed or not against its own baseline. Throws headlab::Error when the sizes disagree.
 std::vector<HeadComposition> compositions(const HeadRelationMatrix& base, const PathMass& paths,
                                           const std::vector<HeadRelationMatrix>& ablated);
 

@@ -37,25 +37,53 @@ json head_patching(const AnalysisResult& res, size_t k) {
   return o;
 }
 
+// {"PREV": v[0], ...} of integers.
+json by_relation(const AnalysisResult& res, const std::vector<int64_t>& v) {
+  json o = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r) o[res.relations[r]] = v[r];
+  return o;
+}
+
+// The chance baselines of every relation (baselines.h), under the names each head and the
+// top-level "baselines" carry: empty when they were not measured (a result built by hand), as in
+// a heads.json written before them. ablation_drop_baseline is null with fewer than two batches.
+json relation_baselines(const AnalysisResult& res) {
+  const ChanceBaselines& c = res.baselines;
+  const size_t R = res.relations.size();
+  if (c.mass_uniform.size() != R || c.mass_distinct_uniform.size() != R ||
+      c.argmax_offset.size() != R || c.argmax_offset_offset.size() != R)
+    return json::object();
+  const AccuracySpread& s = res.eval_spread;
+  return {{"mass_uniform_baseline", by_relation(res, c.mass_uniform)},
+          {"mass_distinct_uniform_baseline", by_relation(res, c.mass_distinct_uniform)},
+          {"argmax_offset_baseline", by_relation(res, c.argmax_offset)},
+          {"argmax_offset_baseline_offset", by_relation(res, c.argmax_offset_offset)},
+          {"ablation_drop_baseline", s.defined ? json(s.drop_baseline) : json(nullptr)}};
+}
+
 json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
-  return {{"head", a.head},
-          {"mass", by_relation(res, a.mass)},
-          {"mass_distinct", by_relation(res, a.mass_distinct)},
-          {"argmax_accuracy", by_relation(res, a.argmax_accuracy)},
-          {"entropy", a.entropy},
-          {"confidence", a.confidence},
-          {"ablation_accuracy", a.ablation_accuracy},
-          {"ablation_drop", res.eval.accuracy - a.ablation_accuracy},
-          {"ablation_component_accuracy", by_relation(res, a.ablation_component)},
-          {"mean_ablation_accuracy", a.mean_ablation_accuracy},
-          {"mean_ablation_drop", res.eval.accuracy - a.mean_ablation_accuracy},
-          {"mean_ablation_component_accuracy", by_relation(res, a.mean_ablation_component)},
-          {"keep_only_accuracy", a.keep_only_accuracy},
-          {"keep_only_component_accuracy", by_relation(res, a.keep_only_component)},
-          {"importance", a.importance},
-          {"importance_raw", a.importance_raw},
-          {"patching_restored",
-           head_patching(res, static_cast<size_t>(a.layer) * res.heads + a.head)}};
+  json out = {
+      {"head", a.head},
+      {"mass", by_relation(res, a.mass)},
+      {"mass_distinct", by_relation(res, a.mass_distinct)},
+      {"argmax_accuracy", by_relation(res, a.argmax_accuracy)},
+      {"entropy", a.entropy},
+      {"confidence", a.confidence},
+      {"ablation_accuracy", a.ablation_accuracy},
+      {"ablation_drop", res.eval.accuracy - a.ablation_accuracy},
+      {"ablation_component_accuracy", by_relation(res, a.ablation_component)},
+      {"mean_ablation_accuracy", a.mean_ablation_accuracy},
+      {"mean_ablation_drop", res.eval.accuracy - a.mean_ablation_accuracy},
+      {"mean_ablation_component_accuracy", by_relation(res, a.mean_ablation_component)},
+      {"keep_only_accuracy", a.keep_only_accuracy},
+      {"keep_only_component_accuracy", by_relation(res, a.keep_only_component)},
+      {"importance", a.importance},
+      {"importance_raw", a.importance_raw},
+      {"patching_restored", head_patching(res, static_cast<size_t>(a.layer) * res.heads + a.head)}};
+  // The baselines are the same for every head (they know no attention); each head carries them
+  // beside its scores so that a reader of one head needs nothing else.
+  out.update(relation_baselines(res));
+  return out;
 }
 
 json head_ref(const HeadRef& h) {
@@ -93,12 +121,15 @@ json composition_json(const AnalysisResult& res) {
       sources.push_back({{"layer", s.head.layer},
                          {"head", s.head.head},
                          {"path_mass", s.path_mass},
+                         {"path_mass_baseline", s.path_mass_baseline},
                          {"ablated_mass", s.ablated_mass}});
     out.push_back({{"layer", c.head.layer},
                    {"head", c.head.head},
                    {"relation", res.relations[c.relation]},
                    {"composes_with", head_ref(c.composes_with)},
                    {"path_mass", c.path_mass},
+                   {"path_mass_baseline", c.path_mass_baseline},
+                   {"claimed", c.claimed},
                    {"mass", c.mass},
                    {"sources", sources}});
   }
@@ -139,6 +170,30 @@ json patching_json(const AnalysisResult& res) {
           {"relations", relations}};
 }
 
+// The baselines once, at top level: the same figures each head carries, the composition margin,
+// the spread of accuracy across batches and the best head per relation (Clark et al. 2019).
+void add_baselines(const AnalysisResult& res, json& doc) {
+  json baselines = relation_baselines(res);
+  if (baselines.empty()) return;
+  baselines["composition_margin"] = kCompositionMargin;
+  doc["baselines"] = baselines;
+  const AccuracySpread& s = res.eval_spread;
+  doc["eval_accuracy_spread"] = {
+      {"sd", s.defined ? json(s.sd) : json(nullptr)},
+      {"standard_error", s.defined ? json(s.standard_error) : json(nullptr)},
+      {"batches", s.batches}};
+  json best = json::object();
+  for (size_t r = 0; r < res.best_heads.size() && r < res.relations.size(); ++r) {
+    const BestHead& b = res.best_heads[r];
+    best[res.relations[r]] = {{"head", head_ref(b.head)},
+                              {"argmax_accuracy", b.argmax_accuracy},
+                              {"argmax_offset_baseline", b.offset_baseline},
+                              {"argmax_offset_baseline_offset", b.offset},
+                              {"margin", b.margin}};
+  }
+  doc["best_heads"] = best;
+}
+
 }  // namespace
 
 json analysis_to_json(const AnalysisResult& res) {
@@ -155,24 +210,26 @@ json analysis_to_json(const AnalysisResult& res) {
     groups[res.relations[r]] = g;
     drops[res.relations[r]] = by_relation(res, res.group_drops[r]);
   }
-  return {{"task", res.task},
-          {"relations", res.relations},
-          {"layers", layers},
-          {"specialization", specialization_json(res)},
-          {"eval_accuracy", res.eval.accuracy},
-          {"eval_loss", res.eval_loss},
-          {"eval_component_accuracy", by_relation(res, res.eval.component)},
-          {"relation_groups", groups},
-          {"group_ablation_drop", drops},
-          {"pruning", pruning_json(res)},
-          {"composition", composition_json(res)},
-          {"patching", patching_json(res)},
-          {"eval",
-           {{"seed", res.seed},
-            {"batches", res.batches},
-            {"batch_size", res.batch_size},
-            {"queries", res.metrics.queries},
-            {"distinct_queries", res.metrics.distinct_queries}}}};
+  json doc = {{"task", res.task},
+              {"relations", res.relations},
+              {"layers", layers},
+              {"specialization", specialization_json(res)},
+              {"eval_accuracy", res.eval.accuracy},
+              {"eval_loss", res.eval_loss},
+              {"eval_component_accuracy", by_relation(res, res.eval.component)},
+              {"relation_groups", groups},
+              {"group_ablation_drop", drops},
+              {"pruning", pruning_json(res)},
+              {"composition", composition_json(res)},
+              {"patching", patching_json(res)},
+              {"eval",
+               {{"seed", res.seed},
+                {"batches", res.batches},
+                {"batch_size", res.batch_size},
+                {"queries", res.metrics.queries},
+                {"distinct_queries", res.metrics.distinct_queries}}}};
+  add_baselines(res, doc);
+  return doc;
 }
 
 json examples_to_json(const AnalysisResult& res) {

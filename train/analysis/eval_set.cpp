@@ -50,10 +50,16 @@ void predict(const Tensor& logits, std::vector<int32_t>& out) {
   ew::argmax_rows(logits.data(), rows, C, out.data());
 }
 
-EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task) {
+EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task,
+                    std::vector<EvalCounts>* per_batch) {
   NoGradGuard no_grad;
   EvalCounts counts;
-  for (const Batch& b : set.batches) counts.add(evaluate_batch(model, b, task));
+  if (per_batch) per_batch->clear();
+  for (const Batch& b : set.batches) {
+    const EvalCounts one = evaluate_batch(model, b, task);
+    counts.add(one);
+    if (per_batch) per_batch->push_back(one);
+  }
   return counts;
 }
 

@@ -34,8 +34,10 @@ EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t 
 void predict(const Tensor& logits, std::vector<int32_t>& out);
 
 // The set's counts with the current gates: the one evaluation (train/eval/evaluation.h), so
-// accuracy and loss are token-weighted as in training's metrics.
-EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task);
+// accuracy and loss are token-weighted as in training's metrics. With `per_batch`, each batch's
+// own counts too, in order (the spread of accuracy across batches).
+EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task,
+                    std::vector<EvalCounts>* per_batch = nullptr);
 
 // Each gate setting's accuracy, evaluated once: the analysis meets some settings more than once
 // (a relation group of one head is that head's ablation; with one head in a layer, keeping it

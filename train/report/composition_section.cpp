@@ -17,6 +17,8 @@ struct Entry {
   int head = -1, source = -1;  // Y and X as l * H + h
   int relation = -1;
   double path_mass = NAN, mass = NAN, ablated_mass = NAN;  // ablated: Y's mass without X
+  double baseline = NAN;  // the path's mass with Y uniform; NaN in a heads.json without it
+  int claimed = -1;       // 1 above chance by the margin, 0 not, -1 unknown (older heads.json)
 };
 
 int head_index(const Heads& h, const json& layer, const json& head) {
@@ -38,6 +40,9 @@ std::vector<Entry> read_entries(const json& doc, const Heads& h) {
     if (e.head < 0 || e.source < 0 || e.relation < 0) continue;
     e.path_mass = num(c, "path_mass");
     e.mass = num(c, "mass");
+    e.baseline = num(c, "path_mass_baseline");
+    const json claimed = c.value("claimed", json());
+    if (claimed.is_boolean()) e.claimed = claimed.get<bool>() ? 1 : 0;
     for (const json& s : c.value("sources", json::array()))
       if (head_index(h, s.value("layer", json()), s.value("head", json())) == e.source)
         e.ablated_mass = num(s, "ablated_mass");
@@ -46,18 +51,32 @@ std::vector<Entry> read_entries(const json& doc, const Heads& h) {
   return out;
 }
 
-std::string table(const Heads& h, const std::vector<Entry>& entries) {
-  std::string rows;
+// Whether any entry carries the chance baseline (heads.json written with the baselines).
+bool has_baselines(const std::vector<Entry>& entries) {
   for (const Entry& e : entries)
+    if (e.claimed >= 0) return true;
+  return false;
+}
+
+std::string table(const Heads& h, const std::vector<Entry>& entries) {
+  const bool chance = has_baselines(entries);
+  std::string rows;
+  for (const Entry& e : entries) {
     rows += fmt::format(
         "<tr><td class=\"l\">{}</td><td class=\"l\"><span class=\"tag\" style=\"background:{}\">"
-        "{}</span></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        "{}</span></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>",
         h.label[e.head], h.colors[e.relation], svg::escape(h.relations[e.relation]),
         h.label[e.source], svg::number(e.path_mass, 3), svg::number(e.mass, 3),
         svg::number(e.ablated_mass, 3));
+    if (chance)
+      rows += fmt::format("<td>{}</td><td>{}</td>", svg::number(e.baseline, 3),
+                          e.claimed > 0 ? "yes" : (e.claimed == 0 ? "no (chance)" : "-"));
+    rows += "</tr>";
+  }
   return "<table><tr><th class=\"l\">head Y</th><th class=\"l\">relation of its strongest "
          "path</th><th class=\"l\">composes with X</th><th>path mass Y\u2192X</th><th>Y's own "
-         "mass</th><th>Y's mass, X gated off</th></tr>" +
+         "mass</th><th>Y's mass, X gated off</th>" +
+         std::string(chance ? "<th>chance: Y uniform</th><th>above chance</th>" : "") + "</tr>" +
          rows + "</table>";
 }
 
@@ -155,10 +174,30 @@ std::string composition_body(const RunView& v) {
   if (h.layers < 2) return "";
   const std::vector<Entry> entries = read_entries(f.heads, h);
   if (entries.empty()) return missing("heads.json has no composition.");
-  // The path that adds most to what its head reaches in one step.
-  const Entry* shown = &entries[0];
+  // The path that adds most to what its head reaches in one step, among the claimed ones when
+  // heads.json says which are (a path at chance is no composition to draw).
+  const bool chance = has_baselines(entries);
+  const Entry* shown = nullptr;
   for (const Entry& e : entries)
-    if (e.path_mass - e.mass > shown->path_mass - shown->mass) shown = &e;
+    if ((!chance || e.claimed > 0) &&
+        (!shown || e.path_mass - e.mass > shown->path_mass - shown->mass))
+      shown = &e;
+  const json baselines =
+      f.heads.is_object() ? f.heads.value("baselines", json::object()) : json::object();
+  const double margin = num(baselines, "composition_margin", 0.1);
+  const std::string chance_text =
+      chance ? fmt::format(
+                   " Chance is the same path with Y replaced by a head attending uniformly over "
+                   "the visible keys; a path is composition only when its mass exceeds that by "
+                   "more than {}.",
+                   svg::number(margin, 2))
+             : "";
+  const std::string shown_html =
+      shown ? example(f, h, *shown)
+            : fmt::format(
+                  "<p class=\"note\">No composition above chance: no head's strongest "
+                  "path exceeds its uniform-Y baseline by more than {}.</p>",
+                  svg::number(margin, 2));
   return lede(
              "Two-step paths: the mass P[Y, X, r] = mean_i sum_j A_Y[i, j] A_X[j, p_r(i)] that "
              "reaches "
@@ -167,8 +206,9 @@ std::string composition_body(const RunView& v) {
              "relation and that mass with X gated off. A path mass far above Y's own mass is "
              "composition: neither head reaches the partner alone; a drop when X is gated off "
              "means Y "
-             "needs X to find its key.") +
-         table(h, entries) + "<div class=\"row\">" + example(f, h, *shown) + "</div>";
+             "needs X to find its key." +
+             chance_text) +
+         table(h, entries) + "<div class=\"row\">" + shown_html + "</div>";
 }
 
 }  // namespace headlab::report_parts

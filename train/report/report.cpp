@@ -45,6 +45,7 @@ tr:nth-child(even) td { background: #fbfbfc; }
 pre { background: #f7f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px;
   font-size: 12px; line-height: 1.35; max-height: 520px; overflow: auto; }
 .note { color: var(--muted); font-style: italic; }
+.chance { color: var(--muted); font-size: 11px; }
 .tag { display: inline-block; padding: 0 7px; border-radius: 9px; color: #fff; font-size: 12px; font-weight: 600; }
 .legend-inline span { margin-right: 14px; white-space: nowrap; }
 .swatch { display: inline-block; width: 12px; height: 12px; border: 2px solid; vertical-align: -1px; margin-right: 4px; }

@@ -10,7 +10,9 @@
 // "summary" (headline numbers, each relation's head), "curves" (loss, accuracy with per-relation
 // component accuracy, learning rate), "timeline" (specialization over training, beside the
 // curves), "specialization" (the head x relation mass matrix, the assignment outlined: solid
-// when claimed, dashed grey when not), "attention" (an explorer: pick one of the saved example
+// when claimed, dashed grey when not), "best-heads" (per relation the head with the best argmax
+// accuracy against the best fixed-offset head; left out for a heads.json without baselines),
+// "attention" (an explorer: pick one of the saved example
 // sentences and a head; the head's map with tokens on both axes, gold partners outlined, a
 // tooltip per cell with query, key and weight, and the maps of every head of its layer; drawn by
 // a script from the weights embedded once as JSON, and statically for the first sentence and
@@ -19,7 +21,9 @@
 // layers: two-step paths), "heads" (every number per head), "files" (resolved config, versions,
 // links to the run's files). A missing input file leaves its
 // section with a note instead of failing. Unclaimed assignments (mass at or below heads.json's
-// specialization.claim_threshold) are never drawn in their relation's colour.
+// specialization.claim_threshold) are never drawn in their relation's colour. The chance
+// baselines of heads.json (names ending in _baseline, docs/analysis.md) stand beside the numbers
+// they qualify where present; a heads.json written before them renders as it did.
 //
 // Sweep report (DIR/report.html): see render_sweep_report.
 //

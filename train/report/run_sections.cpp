@@ -52,17 +52,32 @@ std::string specialization_body(const RunView& v) {
   const Heads& h = v.heads;
   if (h.per_head.empty()) return missing("heads.json not found.");
   std::string body = "<div class=\"row\">";
+  // The chance baselines, when heads.json has them (older runs do not).
+  const std::string uniform = baseline_list(h, "mass_uniform_baseline");
+  const std::string uniform_distinct = baseline_list(h, "mass_distinct_uniform_baseline");
+  const std::string offset = baseline_list(h, "argmax_offset_baseline", true);
   body += figure(matrix(h, "mass", "Attention mass on the gold partner", true),
                  fmt::format("M[l,h,r] = mean over tokens of the weight on relation r's partner. "
                              "The arrow and the outline mark the relation assigned to the head "
                              "(best one-to-one assignment); grey and dashed when its mass is not "
-                             "above {}, so the head does not claim it.",
-                             h.threshold));
-  body += figure(matrix(h, "mass_distinct", "Mass, distinct partners only", false),
-                 "The same on tokens whose partners are all real words and pairwise distinct: no "
-                 "floor from coinciding partners.");
+                             "above {}, so the head does not claim it.{}",
+                             h.threshold,
+                             uniform.empty() ? ""
+                                             : " Chance: a head attending uniformly over the "
+                                               "visible keys scores " +
+                                                   uniform + "."));
+  body +=
+      figure(matrix(h, "mass_distinct", "Mass, distinct partners only", false),
+             "The same on tokens whose partners are all real words and pairwise distinct: no "
+             "floor from coinciding partners." +
+                 (uniform_distinct.empty() ? std::string()
+                                           : " Chance (uniform head): " + uniform_distinct + "."));
   body += figure(matrix(h, "argmax_accuracy", "Argmax accuracy", false),
-                 "How often the head's strongest key is the gold partner (Clark et al. 2019).");
+                 "How often the head's strongest key is the gold partner (Clark et al. 2019)." +
+                     (offset.empty() ? std::string()
+                                     : " Chance: the best fixed-offset head (always the key d "
+                                       "away) scores " +
+                                           offset + "."));
   body += "</div>";
   return lede(
              "Each row is one attention head, each column one relation. A specialized head has "
@@ -71,6 +86,17 @@ std::string specialization_body(const RunView& v) {
 }
 
 namespace {
+
+// " An ablation drop below 0.012 (2 x the standard error of accuracy over 8 batches) is within
+// evaluation noise.<more>", or "" when heads.json has no spread.
+std::string noise_note(const json& doc, const std::string& more) {
+  const double noise = drop_baseline(doc);
+  if (std::isnan(noise)) return "";
+  return fmt::format(
+      " An ablation drop below {} (2 x the standard error of accuracy over {} batches) is within "
+      "evaluation noise.{}",
+      svg::number(noise, 3), spread_batches(doc), more);
+}
 
 // Head k's note on the ablation bars: its relation, "SEM unclaimed", or its clear favourite.
 std::string bar_note(const Heads& h, size_t k) {
@@ -120,16 +146,20 @@ std::string ablation_body(const RunView& v) {
   const Heads& h = v.heads;
   if (h.per_head.empty()) return missing("heads.json not found.");
   std::vector<svg::Bar> off, only, imp;
+  const double all = num(v.files.heads, "eval_accuracy"), noise = drop_baseline(v.files.heads);
   for (size_t k = 0; k < h.per_head.size(); ++k) {
     const std::string color = head_color(h, k), note = bar_note(h, k);
-    off.push_back({h.label[k], num(h.per_head[k], "ablation_accuracy"), color, note});
+    const double acc = num(h.per_head[k], "ablation_accuracy");
+    // A drop (or a gain) within the spread of accuracy across batches is marked: it may be noise.
+    const bool within = !std::isnan(noise) && !std::isnan(all) && std::abs(all - acc) < noise;
+    off.push_back({h.label[k], acc, color, within ? note + (note.empty() ? "" : " ") + "~" : note});
     only.push_back({h.label[k], num(h.per_head[k], "keep_only_accuracy"), color, note});
     imp.push_back({h.label[k], num(h.per_head[k], "importance"), color, note});
   }
   svg::BarChartOptions bo = bars("Accuracy with this head gated off", "eval accuracy");
   bo.vmin = 0.0;
   bo.vmax = 1.0;
-  bo.reference = num(v.files.heads, "eval_accuracy");
+  bo.reference = all;
   bo.reference_label = "all heads";
   svg::BarChartOptions ko = bo;
   ko.title = "Accuracy keeping only this head in its layer";
@@ -138,7 +168,9 @@ std::string ablation_body(const RunView& v) {
   return lede(
              "Gate a head to 0 and measure accuracy; importance is the mean |dL/dgate| at gate "
              "1 (Michel et al. 2019). Bars are coloured by the relation the head claims, grey "
-             "when it claims none.") +
+             "when it claims none." +
+             noise_note(v.files.heads,
+                        " A \"~\" after a gated-off bar marks a change smaller than that.")) +
          "<div class=\"row\">" + figure(svg::bar_chart(off, bo)) +
          figure(svg::bar_chart(only, ko)) + figure(svg::bar_chart(imp, io)) + "</div>" +
          group_matrix(v.files, h);
@@ -159,17 +191,27 @@ std::string table_body(const RunView& v) {
     const int a = h.assigned[k];
     rows += "<tr><td class=\"l\">" + h.label[k] + "</td><td>" +
             (a < 0 ? "" : tag(h, a, h.claimed[k]) + (h.claimed[k] ? "" : " unclaimed")) + "</td>";
-    for (const auto& r : h.relations)
-      rows += "<td>" + svg::number(num(p.value("mass", json::object()), r.c_str()), 3) + "</td>";
-    for (const auto& r : h.relations)
-      rows += "<td>" + svg::number(num(p.value("argmax_accuracy", json::object()), r.c_str()), 3) +
-              "</td>";
+    for (size_t r = 0; r < h.relations.size(); ++r)
+      rows +=
+          "<td>" + svg::number(num(p.value("mass", json::object()), h.relations[r].c_str()), 3) +
+          chance_note(head_baseline(h, k, "mass_uniform_baseline", r), "uniform head") + "</td>";
+    for (size_t r = 0; r < h.relations.size(); ++r)
+      rows +=
+          "<td>" +
+          svg::number(num(p.value("argmax_accuracy", json::object()), h.relations[r].c_str()), 3) +
+          chance_note(head_baseline(h, k, "argmax_offset_baseline", r), "best offset head") +
+          "</td>";
     for (const char* key :
          {"entropy", "confidence", "ablation_accuracy", "keep_only_accuracy", "importance"})
       rows += "<td>" + svg::number(num(p, key), 3) + "</td>";
     rows += "</tr>";
   }
-  return lede("Entropy in nats; confidence is the mean largest weight (Voita et al. 2019).") +
+  const bool chance = !std::isnan(head_baseline(h, 0, "mass_uniform_baseline", 0));
+  return lede("Entropy in nats; confidence is the mean largest weight (Voita et al. 2019)." +
+              std::string(chance ? " In brackets, chance: beside a mass the uniform head's, "
+                                   "beside an argmax accuracy the best fixed-offset head's."
+                                 : "") +
+              noise_note(v.files.heads, "")) +
          "<table>" + head + rows + "</table>";
 }
 

@@ -34,6 +34,34 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
+// " Composition above chance: L1H0 via L0H1 (SEM 0.85, chance 0.30)." or " No composition
+// above chance.", from heads.json's composition entries that say whether they are claimed; ""
+// when none does (one layer, or a heads.json written before the baselines).
+std::string composition_verdict(const json& doc, const Heads& h) {
+  const json entries = doc.is_object() ? doc.value("composition", json()) : json();
+  if (!entries.is_array()) return "";
+  bool known = false;
+  std::vector<std::string> claimed;
+  for (const json& c : entries) {
+    if (!c.is_object() || !c.contains("claimed") || !c["claimed"].is_boolean()) continue;
+    known = true;
+    const json x = c.value("composes_with", json());
+    if (!c["claimed"].get<bool>() || !x.is_array() || x.size() != 2 || !x[0].is_number_integer() ||
+        !x[1].is_number_integer())
+      continue;
+    // Edited or foreign documents: fields of the wrong type read as unknown, never throw.
+    const json rel = c.value("relation", json());
+    claimed.push_back(fmt::format("L{}H{} via L{}H{} ({} {:.2f}, chance {:.2f})",
+                                  static_cast<int>(num(c, "layer", -1)),
+                                  static_cast<int>(num(c, "head", -1)), x[0].get<int>(),
+                                  x[1].get<int>(), rel.is_string() ? rel.get<std::string>() : "?",
+                                  num(c, "path_mass", 0.0), num(c, "path_mass_baseline", 0.0)));
+  }
+  if (!known || h.layers < 2) return "";
+  return claimed.empty() ? " No composition above chance."
+                         : " Composition above chance: " + join(claimed) + ".";
+}
+
 }  // namespace
 
 std::string specialization_verdict(const json& doc) {
@@ -58,7 +86,7 @@ std::string specialization_verdict(const json& doc) {
   if (!unclaimed.empty())
     out += fmt::format("; unclaimed (mass <= {}): {}", h.threshold, join(unclaimed));
   if (!headless.empty()) out += "; no head: " + join(headless);
-  return out + ".";
+  return out + "." + composition_verdict(doc, h);
 }
 
 namespace report_parts {
@@ -91,11 +119,15 @@ std::string summary_body(const RunView& v) {
   for (int r = 0; r < R; ++r) {
     const int k = assigned_head(h, r);
     std::string text = "no head left for this relation";
-    if (k >= 0)
-      text =
-          fmt::format("head {} carries {:.0f}% of its attention to this partner{}", h.label[k],
-                      100 * h.assigned_mass[k],
-                      h.claimed[k] ? "" : fmt::format(" (unclaimed: not above {})", h.threshold));
+    if (k >= 0) {
+      const double chance =
+          head_baseline(h, static_cast<size_t>(k), "mass_uniform_baseline", static_cast<size_t>(r));
+      text = fmt::format(
+          "head {} carries {:.0f}% of its attention to this partner{}{}", h.label[k],
+          100 * h.assigned_mass[k],
+          std::isnan(chance) ? "" : fmt::format(" (a uniform head: {:.0f}%)", 100 * chance),
+          h.claimed[k] ? "" : fmt::format(" (unclaimed: not above {})", h.threshold));
+    }
     lines += "<li>" + tag(h, r, k >= 0 && h.claimed[k]) + " " + text + "</li>";
   }
   return cards +

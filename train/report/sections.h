@@ -55,6 +55,24 @@ std::string pruning_body(const RunView& v);
 // one-layer model.
 std::string composition_body(const RunView& v);
 std::string files_body(const RunView& v);
+// "best-heads": per relation the head with the highest argmax accuracy against the best
+// fixed-offset head (heads.json "best_heads", Clark et al. 2019). "" when heads.json has none.
+std::string best_heads_body(const RunView& v);
+
+// The chance baselines of heads.json (docs/analysis.md, "Baselines"), all optional: a heads.json
+// written before them has none, and each helper then gives NaN or "" (baselines_section.cpp).
+// Head k's baseline `key` ("mass_uniform_baseline", "argmax_offset_baseline", ..) of relation r.
+double head_baseline(const Heads& h, size_t k, const char* key, size_t r);
+// "PREV 0.17, HEAD 0.17" of the first head's baseline `key`; with `offsets`, each relation's
+// winning offset too ("PREV 1.00 at d = -1").
+std::string baseline_list(const Heads& h, const char* key, bool offsets = false);
+// heads.json's ablation-drop baseline (2 x the standard error of per-batch accuracy), or NaN.
+double drop_baseline(const nlohmann::json& doc);
+// The number of evaluation batches behind it, or 0.
+int64_t spread_batches(const nlohmann::json& doc);
+// A baseline beside a number in a table: " <span class="chance" title=..>(0.167)</span>", or ""
+// for NaN.
+std::string chance_note(double baseline, const char* title);
 // The attention explorer's script (attention_script.cpp): switches the sentence and the head
 // of the maps drawn by attention_body, from the data embedded there.
 extern const char* const kAttentionScript;
