@@ -1,9 +1,12 @@
 #include "train/analysis/activation_patching.h"
 
+#include <cmath>
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+
 #include "layers/encoder.h"
 #include "layers/hooks.h"
+#include "layers/layer_norm.h"
 #include "train/analysis/eval_set.h"
 #include "train/analysis/head_gates.h"
 #include "train/analysis/patching.h"
@@ -34,6 +37,81 @@ Tensor measured_positions(const Batch& b, const std::vector<uint8_t>& measured) 
   Tensor mask = Tensor::zeros({b.batch_size, b.seq_len, 1});
   for (int64_t i = 0; i < b.tokens(); ++i) mask[i] = measured[static_cast<size_t>(i)] ? 1.0f : 0.0f;
   return mask;
+}
+
+// The weights on a head's direct path to the logits (see the header); `why` says why not.
+struct DirectPath {
+  std::string why;
+  std::vector<Tensor> w_o;  // per layer [D, h d]
+  Tensor gain;              // [D]; ones without affine
+  float eps = 0;
+  Tensor classifier;  // [C, D]
+};
+
+DirectPath direct_path(Encoder& model) {
+  DirectPath p;
+  if (model.options().norm != NormPosition::pre) {
+    p.why = "post-norm: every block's norm lies on the direct path";
+    return p;
+  }
+  const LayerNorm* norm = nullptr;
+  const Linear* classifier = nullptr;
+  for (const auto& [name, child] : model.named_children()) {
+    if (name == "final_norm") norm = dynamic_cast<const LayerNorm*>(child);
+    if (name == "classifier") classifier = dynamic_cast<const Linear*>(child);
+  }
+  if (!norm || !classifier) {
+    p.why = "the final norm is not a layer_norm";
+    return p;
+  }
+  for (int64_t l = 0; l < model.num_layers(); ++l)
+    p.w_o.push_back(model.attention(l).w_o->weight.value());
+  p.gain =
+      norm->weight.defined() ? norm->weight.value() : Tensor::full({model.options().d_model}, 1.0f);
+  p.eps = norm->options().eps;
+  p.classifier = classifier->weight.value();
+  return p;
+}
+
+// Adds each head's direct logit attribution summed over the measured tokens of one clean run:
+// z[l] [B, T, h, d] and the final norm's input x [B, T, D].
+void add_direct(const DirectPath& p, const std::vector<Tensor>& z, const Tensor& x,
+                const Batch& clean, const Batch& corrupted, const std::vector<uint8_t>& measured,
+                std::vector<double>& sums) {
+  const int64_t D = x.size(2), L = static_cast<int64_t>(z.size());
+  std::vector<double> v(static_cast<size_t>(D));
+  for (int64_t i = 0; i < clean.tokens(); ++i) {
+    if (!measured[static_cast<size_t>(i)]) continue;
+    const float* xi = x.data() + i * D;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < D; ++k) mean += xi[k];
+    mean /= static_cast<double>(D);
+    for (int64_t k = 0; k < D; ++k) var += (xi[k] - mean) * (xi[k] - mean);
+    const double sigma = std::sqrt(var / static_cast<double>(D) + p.eps);
+    const float* wy = p.classifier.data() + int64_t{clean.labels[static_cast<size_t>(i)]} * D;
+    const float* wc = p.classifier.data() + int64_t{corrupted.labels[static_cast<size_t>(i)]} * D;
+    double v_sum = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      v[static_cast<size_t>(k)] = p.gain[k] * (double{wy[k]} - wc[k]) / sigma;
+      v_sum += v[static_cast<size_t>(k)];
+    }
+    for (int64_t l = 0; l < L; ++l) {
+      const Tensor& zl = z[static_cast<size_t>(l)];
+      const int64_t H = zl.size(2), d = zl.size(3);
+      const float* zi = zl.data() + i * H * d;
+      const float* w = p.w_o[static_cast<size_t>(l)].data();  // [D, H d]
+      for (int64_t h = 0; h < H; ++h) {
+        double dot = 0, c_sum = 0;  // c . v and sum(c), c = W_o[:, h block] z_h
+        for (int64_t k = 0; k < D; ++k) {
+          double c = 0;
+          for (int64_t j = 0; j < d; ++j) c += double{w[k * H * d + h * d + j]} * zi[h * d + j];
+          dot += c * v[static_cast<size_t>(k)];
+          c_sum += c;
+        }
+        sums[static_cast<size_t>(l * H + h)] += dot - c_sum / static_cast<double>(D) * v_sum;
+      }
+    }
+  }
 }
 
 // The corrupted batch's logits with the hooks as they are.
@@ -67,6 +145,10 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
   std::vector<std::string> cached;
   for (int64_t l = 0; l < L; ++l) cached.push_back(block_hook(l, "attn.hook_z"));
   cached.insert(cached.end(), residual.begin(), residual.end());
+  const DirectPath direct = direct_path(model);
+  map.direct_unavailable = direct.why;
+  std::vector<std::vector<double>> direct_sums(
+      static_cast<size_t>(relations), std::vector<double>(static_cast<size_t>(heads), 0.0));
   Batch corrupted;
   std::vector<uint8_t> measured;
   for (int r = 0; r < relations; ++r) {
@@ -81,6 +163,9 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
       for (const std::string& p : cached) values.push_back(h.cached(p).value().clone());
       for (const std::string& p : cached) h.uncache(p);
       h.forget();
+      if (direct.why.empty())
+        add_direct(direct, std::vector<Tensor>(values.begin(), values.begin() + L), values.back(),
+                   clean, corrupted, measured, direct_sums[static_cast<size_t>(r)]);
       const LogitDifference ld_corrupted =
           logit_difference(logits_of(model, corrupted), clean.labels, corrupted.labels, measured);
       const auto patched = [&](const std::string& point, const Tensor& mask, const Tensor& value) {
@@ -115,6 +200,11 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
     map.corrupted.push_back(t.tokens ? t.corrupted / static_cast<double>(t.tokens) : 0.0);
     for (int k = 0; k < heads; ++k)
       map.heads[static_cast<size_t>(r)].push_back(head_acc.restored(r, k));
+    if (direct.why.empty()) {
+      std::vector<double> means = direct_sums[static_cast<size_t>(r)];
+      for (double& m : means) m /= static_cast<double>(std::max<int64_t>(t.tokens, 1));
+      map.direct.push_back(std::move(means));
+    }
   }
   for (int p = 0; p < points; ++p) {
     ResidualPatching rp{residual[static_cast<size_t>(p)], {}, {}};

@@ -12,6 +12,15 @@
 // Each site's number is the fraction of the clean-minus-corrupted logit difference it restores.
 // A head that carries r's partner into the residual stream restores r's difference; a head that
 // merely attends to the partner, and whose output the model does not read, restores none.
+//
+// Direct logit attribution, on the same clean runs and measured tokens: head (l, h)'s output
+// c = W_o[:, h] z_h, carried straight to the classifier along the residual stream (pre-norm: no
+// norm on the way but the final one, whose scale 1/sigma is frozen at its value on that token),
+//   DLA = (c - mean(c)) . (gain * (W_c[clean label] - W_c[corrupted label]) / sigma),
+// the head's own share of the clean run's logit difference; the shares of all heads, the
+// embeddings and the feed-forward blocks add up to that difference less the classifier's and the
+// final norm's biases. Post-norm models (a norm after every block) and final norms other than
+// layer_norm get none, with the reason.
 
 #include <cstdint>
 #include <optional>
@@ -36,6 +45,9 @@ struct PatchingMap {
   std::vector<double> clean, corrupted;                   // [R] mean logit differences
   std::vector<std::vector<std::optional<double>>> heads;  // [R][L * H] restored, layer-major
   std::vector<ResidualPatching> residual;  // blocks' inputs, then the last block's output
+  // Direct logit attribution [R][L * H], mean over the measured tokens; empty with the reason.
+  std::vector<std::vector<double>> direct;
+  std::string direct_unavailable;
 };
 
 namespace analysis_detail {

@@ -61,6 +61,14 @@ json relation_baselines(const AnalysisResult& res) {
           {"ablation_drop_baseline", s.defined ? json(s.drop_baseline) : json(nullptr)}};
 }
 
+// {"PREV": DLA, ...} for head k; null where not measured (activation_patching.h).
+json head_direct(const AnalysisResult& res, size_t k) {
+  if (res.patching.direct.empty()) return nullptr;
+  json o = json::object();
+  for (size_t r = 0; r < res.relations.size(); ++r) o[res.relations[r]] = res.patching.direct[r][k];
+  return o;
+}
+
 json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
   json out = {
       {"head", a.head},
@@ -79,7 +87,9 @@ json head_json(const AnalysisResult& res, const HeadAnalysis& a) {
       {"keep_only_component_accuracy", by_relation(res, a.keep_only_component)},
       {"importance", a.importance},
       {"importance_raw", a.importance_raw},
-      {"patching_restored", head_patching(res, static_cast<size_t>(a.layer) * res.heads + a.head)}};
+      {"patching_restored", head_patching(res, static_cast<size_t>(a.layer) * res.heads + a.head)},
+      {"direct_logit_attribution",
+       head_direct(res, static_cast<size_t>(a.layer) * res.heads + a.head)}};
   // The baselines are the same for every head (they know no attention); each head carries them
   // beside its scores so that a reader of one head needs nothing else.
   out.update(relation_baselines(res));
@@ -167,6 +177,10 @@ json patching_json(const AnalysisResult& res) {
            "(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted), LD = logit[clean label] - "
            "logit[corrupted label] at the measured tokens"},
           {"seed", p.seed},
+          {"direct_logit_attribution",
+           p.direct.empty() ? json("not measured: " + p.direct_unavailable)
+                            : json("each head's share of the clean logit difference through W_o "
+                                   "and the classifier, the final norm's scale frozen")},
           {"relations", relations}};
 }
 
