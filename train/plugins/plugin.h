@@ -43,7 +43,9 @@
 // position (Task::generate_sentences) and dropout masks come from a SampleRng; 3:
 // AttentionOptions can ask self_attention for its weights; 4: MultiHeadAttention, which a plugin
 // may subclass, holds one in_proj_weight (and in_proj_bias) instead of the children w_q, w_k, w_v;
-// 5: Task has the virtual corrupt (activation patching's corrupted batch).
+// 5: Task has the virtual corrupt (activation patching's corrupted batch), and Module and
+// MultiHeadAttention, which a plugin's layers derive from, carry hook points (attach_hooks) and
+// the score and pattern transforms.
 #define HEADLAB_PLUGIN_ABI 5
 
 // The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
