@@ -62,10 +62,11 @@ std::string composition_verdict(const json& doc, const Heads& h) {
                          : " Composition above chance: " + join(claimed) + ".";
 }
 
-// " PREV: mass names L0H2 (restores 0.05) but patching names L0H0 (0.94)." for each relation whose head by mass
-// is not the head that restores the most of its logit difference, " Patching agrees." when every
-// relation compared agrees (a tie is agreement); "" without patching (an older heads.json, or a
-// task that cannot corrupt) or without a relation to compare.
+// " PREV: mass names L0H2 (restores 0.05) but patching names L0H0 (0.94)." for each relation
+// whose head by mass is not the head that restores the most of its logit difference (heads.json
+// "patching"), " Patching agrees." when every relation compared agrees (a tie is agreement); ""
+// without patching (an older heads.json, or a task that cannot corrupt) or without a relation to
+// compare.
 std::string patching_verdict(const json& doc, const Heads& h) {
   const Patching p = parse_patching(doc, h);
   if (p.state != Patching::State::measured) return "";
@@ -76,12 +77,13 @@ std::string patching_verdict(const json& doc, const Heads& h) {
     if (k < 0 || top < 0) continue;
     compared = true;
     const std::vector<double>& v = p.relations[static_cast<size_t>(r)].heads;
-    if (v[static_cast<size_t>(k)] == v[static_cast<size_t>(top)]) continue;
+    const double mine = v[static_cast<size_t>(k)], best = v[static_cast<size_t>(top)];
+    if (mine == best) continue;
     // The assigned head's own fraction too, so that a near tie reads as one.
-    differ += fmt::format("{}{}: mass names {} (restores {}) but patching names {} ({:.2f})",
-                          differ.empty() ? " " : "; ", h.relations[r], compact(h.label[k]),
-                          svg::number(v[static_cast<size_t>(k)], 2), compact(h.label[top]),
-                          v[static_cast<size_t>(top)]);
+    differ +=
+        fmt::format("{}{}: mass names {} (restores {}) but patching names {} ({:.2f})",
+                    differ.empty() ? " " : "; ", h.relations[r], compact(h.label[k]),
+                    std::isnan(mine) ? "n/a" : svg::number(mine, 2), compact(h.label[top]), best);
   }
   if (!compared) return "";
   return differ.empty() ? " Patching agrees." : differ + ".";
