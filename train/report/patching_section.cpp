@@ -86,7 +86,7 @@ std::string patching_map(const Heads& h, const Patching& p) {
           {static_cast<int>(k), a, h.claimed[k] ? h.colors[a] : kGrey, "", !h.claimed[k]});
   }
   svg::HeatmapOptions o;
-  o.title = "Logit difference restored by patching the head";
+  o.title = "Logit difference restored";  // short: the SVG is as wide as its cells and notes
   o.row_labels = h.label;
   o.col_labels = h.relations;
   o.cell = 48;
@@ -221,8 +221,8 @@ std::string patching_body(const RunView& v) {
              "model reads it from. In a model of two or more layers a head's patch includes its "
              "effect through the heads above it.",
              p.seed.empty() ? std::string("?") : p.seed)) +
-         "<div class=\"row\">" + figure(patching_map(h, p), caption) + "</div>" +
-         relation_table(h, p) + residual_tables(h, p);
+         "<div class=\"row\">" + figure(patching_map(h, p), caption) + "<div>" +
+         relation_table(h, p) + "</div></div>" + residual_tables(h, p);
 }
 
 }  // namespace headlab::report_parts
