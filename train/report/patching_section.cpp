@@ -1,5 +1,5 @@
 // The "patching" section of the run report (sections.h): heads.json's activation patching
-// (train/analysis/activation_patching.h) as a head x relation map beside the mass matrix, and
+// (train/analysis/activation_patching.h) as a head x relation map after the mass matrix, and
 // the residual stream's points per relation. Where the mass matrix says which head looks at a
 // relation's partner, this says which head's output the model reads it from; the two can
 // disagree, and the verdict says so (run_summary.cpp).
