@@ -12,7 +12,8 @@ draws the first sentence's first head as attention.npy and attention_tokens.json
 choosing another sentence and head in the menus, and clicking a head's small map, redraws the
 map with that sentence's tokens and that head's weights (every cell's tooltip: query, key,
 weight and gold relations; colours darker where the weight is larger); that hovering a cell
-shows its tooltip text; and that the verdict matches heads.json. `sweep` runs a 2 settings x 2
+shows its tooltip text; that the activation patching map writes heads.json's fraction (or n/a)
+in every cell; and that the verdict matches heads.json. `sweep` runs a 2 settings x 2
 seeds sweep of configs/tiny.toml and checks that every seed is a point linking to an existing
 run report (one link per run and chart), that following a link opens that run's report without
 errors. Each saves a full-page screenshot into --shots. `self-test` shows that the checks fail
@@ -166,6 +167,23 @@ def check_map(driver, weights, tokens, relations, e, k, what):
     return [c[2] for c in cells]
 
 
+def check_patching(driver, heads, L, H):
+    """The activation patching map writes heads.json's fraction (or n/a) in every head x
+    relation cell, heads as rows in layer-major order."""
+    patching = heads.get("patching")
+    if not patching:
+        return
+    relations = heads["relations"]
+    shown = [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#patching svg text.cv")]
+    want = []
+    for k in range(L * H):
+        for r in relations:
+            v = patching["relations"][r]["heads"][k // H][k % H]
+            want.append("n/a" if v is None else f"{v:.2f}")
+    # A tiny negative fraction prints as -0.00 in C++ and Python alike.
+    check(shown == want, f"patching map shows {shown}, heads.json says {want}")
+
+
 def test_run(args, tmp):
     run = os.path.join(tmp, "run")
     # Two layers, so that choosing a head also chooses its layer's small maps.
@@ -186,6 +204,7 @@ def test_run(args, tmp):
         verdict = driver.find_element(By.ID, "verdict").text
         n = heads["specialization"]["n_claimed"]
         check(verdict.startswith(f"{n} of {len(relations)} relation"), f"verdict '{verdict}'")
+        check_patching(driver, heads, L, H)
         check(driver.find_element(By.ID, "att-controls").is_displayed(), "menus hidden")
         first = check_map(driver, weights, tokens, relations, 0, 0, "first sentence, first head")
 

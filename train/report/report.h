@@ -10,7 +10,10 @@
 // "summary" (headline numbers, each relation's head), "curves" (loss, accuracy with per-relation
 // component accuracy, learning rate), "timeline" (specialization over training, beside the
 // curves), "specialization" (the head x relation mass matrix, the assignment outlined: solid
-// when claimed, dashed grey when not), "best-heads" (per relation the head with the best argmax
+// when claimed, dashed grey when not), "patching" (activation patching: the head x relation map
+// of the logit difference each head's clean output restores in the corrupted run, "n/a" where
+// undefined, the measured tokens and logit differences, the residual stream's points; a note
+// when the task cannot corrupt, left out for a heads.json without patching), "best-heads" (per relation the head with the best argmax
 // accuracy against the best fixed-offset head; left out for a heads.json without baselines),
 // "attention" (an explorer: pick one of the saved example
 // sentences and a head; the head's map with tokens on both axes, gold partners outlined, a
@@ -18,7 +21,8 @@
 // a script from the weights embedded once as JSON, and statically for the first sentence and
 // head when scripts are off), "ablation" (ablation, keep-only and importance bars;
 // relation-group ablation matrix), "pruning" (the pruning curve), "composition" (two or more
-// layers: two-step paths), "heads" (every number per head), "files" (resolved config, versions,
+// layers: two-step paths), "heads" (every number per head, mean-ablation accuracy where
+// heads.json has it), "files" (resolved config, versions,
 // links to the run's files). A missing input file leaves its
 // section with a note instead of failing. Unclaimed assignments (mass at or below heads.json's
 // specialization.claim_threshold) are never drawn in their relation's colour. The chance
@@ -83,8 +87,11 @@ std::string render_run_report(const RunFiles& files);
 // The report's one-line verdict on a heads.json document, e.g. "3 of 3 relations have their
 // own head: PREV L0H0 0.92, HEAD L0H3 0.77, SEM L0H2 0.93." or "2 of 3 relations have their own
 // head: PREV L0H0 0.92, HEAD L0H1 0.81; unclaimed (mass <= 0.5): SEM L0H2 0.11." A relation
-// with no head at all (fewer heads than relations) is listed as "no head: ...". "" when the
-// document has no heads.
+// with no head at all (fewer heads than relations) is listed as "no head: ...". With activation
+// patching, each relation whose head by mass is not the head patching restores the most with
+// follows ("PREV: mass names L0H2 (restores 0.05) but patching names L0H0 (0.94)."), or
+// "Patching agrees."; then the composition, for two or more layers. "" when the document has no
+// heads.
 std::string specialization_verdict(const nlohmann::json& heads);
 
 // load_run_files + render_run_report, written to report.html in analysis_dir (when given) or

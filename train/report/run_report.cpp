@@ -22,6 +22,7 @@ const SectionSpec<RunView> kRunSections[] = {
     {"curves", "Training curves", curves_body},
     {"timeline", "Specialization over training", timeline_body},
     {"specialization", "Head x relation matrix", specialization_body},
+    {"patching", "Activation patching", patching_body},
     {"best-heads", "Best head per relation against position", best_heads_body},
     {"attention", "Attention maps on the example sentences", attention_body, kAttentionScript},
     {"ablation", "Ablation and importance", ablation_body},

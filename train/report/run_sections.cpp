@@ -182,9 +182,19 @@ std::string table_body(const RunView& v) {
   std::string head = "<tr><th class=\"l\">head</th><th>assigned</th>";
   for (const auto& r : h.relations) head += "<th>mass " + svg::escape(r) + "</th>";
   for (const auto& r : h.relations) head += "<th>argmax " + svg::escape(r) + "</th>";
-  head +=
-      "<th>entropy</th><th>confidence</th><th>acc. ablated</th><th>acc. "
-      "keep-only</th><th>importance</th></tr>";
+  // Mean ablation (the head's output replaced by its mean instead of 0) came with activation
+  // patching; a heads.json without it keeps the old columns.
+  bool mean_ablation = false;
+  for (const json& p : h.per_head)
+    mean_ablation = mean_ablation || !std::isnan(num(p, "mean_ablation_accuracy"));
+  std::vector<const char*> keys = {"entropy", "confidence", "ablation_accuracy"};
+  head += "<th>entropy</th><th>confidence</th><th>acc. ablated</th>";
+  if (mean_ablation) {
+    head += "<th>acc. mean-ablated</th>";
+    keys.push_back("mean_ablation_accuracy");
+  }
+  head += "<th>acc. keep-only</th><th>importance</th></tr>";
+  keys.insert(keys.end(), {"keep_only_accuracy", "importance"});
   std::string rows;
   for (size_t k = 0; k < h.per_head.size(); ++k) {
     const json& p = h.per_head[k];
@@ -201,13 +211,15 @@ std::string table_body(const RunView& v) {
           svg::number(num(p.value("argmax_accuracy", json::object()), h.relations[r].c_str()), 3) +
           chance_note(head_baseline(h, k, "argmax_offset_baseline", r), "best offset head") +
           "</td>";
-    for (const char* key :
-         {"entropy", "confidence", "ablation_accuracy", "keep_only_accuracy", "importance"})
-      rows += "<td>" + svg::number(num(p, key), 3) + "</td>";
+    for (const char* key : keys) rows += "<td>" + svg::number(num(p, key), 3) + "</td>";
     rows += "</tr>";
   }
   const bool chance = !std::isnan(head_baseline(h, 0, "mass_uniform_baseline", 0));
   return lede("Entropy in nats; confidence is the mean largest weight (Voita et al. 2019)." +
+              std::string(mean_ablation ? " Ablated: the head's output set to 0; mean-ablated: "
+                                          "replaced by its mean over the evaluation tokens, so "
+                                          "that only what depends on the sentence is removed."
+                                        : "") +
               std::string(chance ? " In brackets, chance: beside a mass the uniform head's, "
                                    "beside an argmax accuracy the best fixed-offset head's."
                                  : "") +

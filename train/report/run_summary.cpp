@@ -62,6 +62,33 @@ std::string composition_verdict(const json& doc, const Heads& h) {
                          : " Composition above chance: " + join(claimed) + ".";
 }
 
+// " PREV: mass names L0H2 (restores 0.05) but patching names L0H0 (0.94)." for each relation
+// whose head by mass is not the head that restores the most of its logit difference (heads.json
+// "patching"), " Patching agrees." when every relation compared agrees (a tie is agreement); ""
+// without patching (an older heads.json, or a task that cannot corrupt) or without a relation to
+// compare.
+std::string patching_verdict(const json& doc, const Heads& h) {
+  const Patching p = parse_patching(doc, h);
+  if (p.state != Patching::State::measured) return "";
+  bool compared = false;
+  std::string differ;
+  for (int r = 0; r < static_cast<int>(h.relations.size()); ++r) {
+    const int k = assigned_head(h, r), top = patching_top(p, static_cast<size_t>(r));
+    if (k < 0 || top < 0) continue;
+    compared = true;
+    const std::vector<double>& v = p.relations[static_cast<size_t>(r)].heads;
+    const double mine = v[static_cast<size_t>(k)], best = v[static_cast<size_t>(top)];
+    if (mine == best) continue;
+    // The assigned head's own fraction too, so that a near tie reads as one.
+    differ +=
+        fmt::format("{}{}: mass names {} (restores {}) but patching names {} ({:.2f})",
+                    differ.empty() ? " " : "; ", h.relations[r], compact(h.label[k]),
+                    std::isnan(mine) ? "n/a" : svg::number(mine, 2), compact(h.label[top]), best);
+  }
+  if (!compared) return "";
+  return differ.empty() ? " Patching agrees." : differ + ".";
+}
+
 }  // namespace
 
 std::string specialization_verdict(const json& doc) {
@@ -86,7 +113,7 @@ std::string specialization_verdict(const json& doc) {
   if (!unclaimed.empty())
     out += fmt::format("; unclaimed (mass <= {}): {}", h.threshold, join(unclaimed));
   if (!headless.empty()) out += "; no head: " + join(headless);
-  return out + "." + composition_verdict(doc, h);
+  return out + "." + patching_verdict(doc, h) + composition_verdict(doc, h);
 }
 
 namespace report_parts {

@@ -55,6 +55,12 @@ std::string pruning_body(const RunView& v);
 // one-layer model.
 std::string composition_body(const RunView& v);
 std::string files_body(const RunView& v);
+// "patching": the head x relation map of the fraction of each relation's logit difference that
+// patching the head's output from the clean sentence into the corrupted one restores (heads.json
+// "patching", train/analysis/activation_patching.h), the mass assignment outlined on it, the
+// measured tokens and logit differences, and each relation's residual-stream points. A note when
+// the task cannot corrupt (patching null); "" for a heads.json written before patching.
+std::string patching_body(const RunView& v);
 // "best-heads": per relation the head with the highest argmax accuracy against the best
 // fixed-offset head (heads.json "best_heads", Clark et al. 2019). "" when heads.json has none.
 std::string best_heads_body(const RunView& v);
@@ -73,6 +79,29 @@ int64_t spread_batches(const nlohmann::json& doc);
 // A baseline beside a number in a table: " <span class="chance" title=..>(0.167)</span>", or ""
 // for NaN.
 std::string chance_note(double baseline, const char* title);
+// heads.json's "patching" as the report reads it (patching_section.cpp). Every field is
+// optional and a value that is null or not a number reads as NaN (undefined).
+struct PatchingRelation {
+  bool measured = false;                              // heads.json has an entry for the relation
+  double tokens = NAN, clean = NAN, corrupted = NAN;  // measured tokens, mean logit differences
+  std::vector<double> heads;                          // [L * H] layer-major, the fraction restored
+  struct Point {
+    std::string hook;  // "blocks.0.hook_resid_pre"
+    double source = NAN, destination = NAN;
+  };
+  std::vector<Point> residual;
+};
+struct Patching {
+  // absent: a heads.json written before patching; unavailable: "patching": null, the task makes
+  // no corrupted sentences; measured: an object.
+  enum class State { absent, unavailable, measured } state = State::absent;
+  std::string seed;                         // the corruptions' seed, "" when absent
+  std::vector<PatchingRelation> relations;  // [R], in Heads' order
+};
+Patching parse_patching(const nlohmann::json& doc, const Heads& h);
+// The head (l * H + h) that restores the most of relation r's logit difference, the first of
+// equals; -1 when no head's fraction is defined.
+int patching_top(const Patching& p, size_t r);
 // The attention explorer's script (attention_script.cpp): switches the sentence and the head
 // of the maps drawn by attention_body, from the data embedded there.
 extern const char* const kAttentionScript;

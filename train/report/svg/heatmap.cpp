@@ -67,7 +67,8 @@ std::string column_labels(const Layout& l) {
 
 std::string cell_title(const HeatmapOptions& o, const Layout& l, int r, int c, double v) {
   const size_t i = static_cast<size_t>(r) * l.cols + c;
-  return i < o.cell_titles.size() ? escape(o.cell_titles[i]) : number(v, 3);
+  if (i < o.cell_titles.size()) return escape(o.cell_titles[i]);
+  return std::isnan(v) ? escape(o.nan_text) : number(v, 3);
 }
 
 // Row r: its label, its cells (each with its value as a tooltip, and written when asked) and
@@ -93,8 +94,8 @@ std::string row_svg(const Layout& l, std::span<const double> values, int r) {
       out += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"cv\" text-anchor=\"middle\" "
           "font-size=\"{}\" fill=\"{}\">{}</text>",
-          l.ml + (c + 0.5) * o.cell, l.text_y(r), l.fs, dark(t) ? "#ffffff" : "#222222",
-          number(v, o.digits));
+          l.ml + (c + 0.5) * o.cell, l.text_y(r), l.fs, dark(t) ? "#ffffff" : "#000000",
+          std::isnan(v) ? escape(o.nan_text) : number(v, o.digits));
     }
   }
   if (r < static_cast<int>(o.row_notes.size()) && !o.row_notes[r].empty()) {

@@ -84,7 +84,9 @@ std::string sequential(double t) {
 }
 
 bool dark(double t) {
-  return !std::isnan(t) && t > 0.55;
+  // Where black and white text on the scale both reach 4.5:1 (black 4.57 just below, white 4.57
+  // just above): at 0.55, as before, white text had 2.8:1.
+  return !std::isnan(t) && t > 0.715;
 }
 
 std::vector<double> nice_ticks(double lo, double hi, int count) {

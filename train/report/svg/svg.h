@@ -20,7 +20,7 @@ std::string number(double value, int digits = 2);
 // Colour i of a 10-colour qualitative palette (Tableau 10), as "#rrggbb".
 std::string palette(int i);
 // Sequential colour for t in [0, 1] (white -> dark blue), clamped; and whether text on it
-// should be white for contrast.
+// should be white (else black): either way at least 4.5:1 contrast (WCAG AA) at every t.
 std::string sequential(double t);
 bool dark(double t);
 
@@ -76,6 +76,9 @@ struct HeatmapOptions {
   std::vector<std::string> col_label_colors;
   // Optional tooltip of each cell ([rows * cols], row-major); empty: the cell's value.
   std::vector<std::string> cell_titles;
+  // What a NaN cell says (it is drawn light grey): "n/a" where a value is undefined rather than
+  // unknown.
+  std::string nan_text = "-";
 };
 
 // values is [rows * cols], row-major. Colour by (v - vmin) / (vmax - vmin).
