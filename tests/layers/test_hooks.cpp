@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "layers/hooks.h"
+#include "layers/registry.h"
 
 using namespace headlab;
 
@@ -61,6 +62,21 @@ double max_diff(const Tensor& a, const Tensor& b) {
   double d = 0;
   for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
   return d;
+}
+
+// An attention layer that never returns its weights: asked for them, the encoder says so in one
+// line instead of failing deep inside (it was "internal error: node_ != nullptr").
+class WeightlessAttention : public MultiHeadAttention {
+ public:
+  using MultiHeadAttention::MultiHeadAttention;
+  AttentionOutput forward(const Var& q, const Var& k, const Var& v, const Tensor* kpm,
+                          const Tensor* am, bool) override {
+    return {MultiHeadAttention::forward(q, k, v, kpm, am, false).output, Var()};
+  }
+};
+std::shared_ptr<SequenceLayer> make_weightless(LayerOptions& o) {
+  return std::make_shared<WeightlessAttention>(read_multi_head_attention_options(o), o.init_rng(),
+                                               o.dropout_rng());
 }
 
 const char* const kPoints[] = {
@@ -207,4 +223,20 @@ TEST_CASE("hooks: an edit of the wrong shape and a missing cache are one line na
                        Error);
   CHECK_THROWS_WITH_AS(hooks.cached("blocks.9.attn.hook_z"),
                        doctest::Contains("no value cached at 'blocks.9.attn.hook_z'"), Error);
+}
+
+TEST_CASE("hooks: an attention layer that returns no weights when asked is one line naming it") {
+  // Registered for this case only: other tests list the registry's attention layers.
+  register_layer("test_weightless_attention", LayerKind::attention, make_weightless);
+  EncoderOptions o = options();
+  o.attention_layer = {"test_weightless_attention", {}};
+  Rng rng(8);
+  Encoder model(o, rng);
+  const Ids x = ids(o);
+  CHECK_NOTHROW(x.run(model));
+  CHECK_THROWS_WITH_AS(x.run(model, true),
+                       doctest::Contains("encoder_layer: attention layer "
+                                         "'test_weightless_attention' returned no weights"),
+                       Error);
+  unregister_layer("test_weightless_attention");
 }

@@ -120,10 +120,11 @@ TEST_CASE("plugins: the example plugin registers its layers and task once") {
   const LoadedPlugin p = load_plugin(path);
   CHECK(p.path == path);
   CHECK(p.sha256 == sha256_file(path));
-  REQUIRE(p.registered.size() == 3);
+  REQUIRE(p.registered.size() == 4);
   CHECK(p.registered[0].describe() == "layer swiglu (feed_forward)");
   CHECK(p.registered[1].describe() == "layer alibi_attention (attention)");
-  CHECK(p.registered[2].describe() == "task mirror");
+  CHECK(p.registered[2].describe() == "layer talking_heads_attention (attention)");
+  CHECK(p.registered[3].describe() == "task mirror");
   CHECK(layer_kind("alibi_attention") == LayerKind::attention);
   CHECK(has_task("mirror"));
   // Again, through a symbolic link, or with its digest: a no-op.

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -198,6 +199,16 @@ TEST_CASE("plugins: a talking-heads attention (non-additive) gets ablations, imp
   // gradient at the gate is not zero (the class of failure this replaces: all 0.000, exit 0).
   CHECK(changed == 4);
   CHECK(importance > 0.5);
+  // Patching through the same points: some head restores part of every relation's difference.
+  REQUIRE(heads["patching"].is_object());
+  for (const char* r : {"PREV", "HEAD", "SEM"}) {
+    CAPTURE(r);
+    double best = 0;
+    for (const json& h : heads["layers"][0]["heads"])
+      if (h["patching_restored"][r].is_number())
+        best = std::max(best, h["patching_restored"][r].get<double>());
+    CHECK(best > 0.05);
+  }
   // The maps are the layer's mixed weights: every row of attention.npy sums to 1.
   CHECK(fs::file_size(run / "attention.npy") > 0);
 }
