@@ -5,9 +5,10 @@
 // default train.eval_batches x train.eval_batch_size sentences), with the model in eval mode:
 //   - per layer and head: mass M[l,h,r], distinct-partner mass, argmax accuracy, confidence,
 //     entropy (train/analysis/head_metrics.h);
-//   - ablation accuracy (that head's gate 0) and keep-only accuracy (only that head kept in its
-//     layer), with the per-relation component accuracies of each;
-//   - importance I_{l,h} = mean over batches |dL/dg_{l,h}| at g = 1, L being the mean token
+//   - ablation accuracy (that head's output replaced at hook_z: by 0, and by its mean output)
+//     and keep-only accuracy (only that head kept in its layer), with the per-relation
+//     component accuracies of each (head_gates.h: every gate acts through the hook points);
+//   - importance I_{l,h} = mean over batches |dL/dg_{l,h}| at g = 1 (the gate at hook_z), L being the mean token
 //     cross-entropy of a batch, then L2-normalised within each layer (Michel et al. 2019);
 //   - the specialization summary (s_max, s_match, n_claimed, assignment);
 //   - relation-group ablation: for each relation r, every head whose largest mass is on r and
