@@ -250,3 +250,19 @@ TEST_CASE("train: heatmap cell text keeps 4.5:1 contrast on every shade") {
   CHECK(h.find("fill=\"#000000\">n/a</text>") != std::string::npos);
   CHECK(h.find("<title>n/a</title>") != std::string::npos);
 }
+
+TEST_CASE("train: run report lists each head's direct logit attribution when heads.json has it") {
+  TempDir dir("headlab-report-dla");
+  AnalysisResult r = result(kAgree);
+  r.patching.direct = {{5.25, 0.0, 0.01}, {0.0, 3.3, -0.04}, {0.02, 1.37, 4.72}};  // [R][head]
+  std::string html = report(dir.path, analysis_to_json(r));
+  const std::string s = section(html, "patching");
+  REQUIRE(s.find("Direct logit attribution") != std::string::npos);
+  // Head L0 H2's row: PREV 0.01, HEAD -0.04, SEM 4.72.
+  CHECK(s.find("<td class=\"l\">L0 H2</td><td>0.01</td><td>-0.04</td><td>4.72</td>") !=
+        std::string::npos);
+  // Without it (a post-norm model, an older run) the table is left out.
+  r.patching.direct.clear();
+  html = report(dir.path, analysis_to_json(r));
+  CHECK(section(html, "patching").find("Direct logit attribution") == std::string::npos);
+}

@@ -165,6 +165,40 @@ std::string residual_tables(const Heads& h, const Patching& p) {
          "<div class=\"row\">" + out + "</div>";
 }
 
+// Each head's direct logit attribution per relation (heads.json "direct_logit_attribution"), in
+// logits of the same difference; "" when no head carries it (post-norm models, older runs).
+std::string attribution_table(const Heads& h, const Patching& p) {
+  bool any = false;
+  for (const json& head : h.per_head)
+    any = any || (head.is_object() && head.value("direct_logit_attribution", json()).is_object());
+  if (!any) return "";
+  std::string header = "<tr><th class=\"l\">head</th>";
+  for (const std::string& r : h.relations) header += "<th>" + svg::escape(r) + "</th>";
+  std::string rows;
+  for (size_t k = 0; k < h.per_head.size(); ++k) {
+    const json dla = h.per_head[k].is_object()
+                         ? h.per_head[k].value("direct_logit_attribution", json())
+                         : json();
+    rows += "<tr><td class=\"l\">" + svg::escape(h.label[k]) + "</td>";
+    for (const std::string& r : h.relations) {
+      const double v = dla.is_object() ? value(dla.value(r, json())) : NAN;
+      rows += "<td>" + cell(std::abs(v) < 0.005 ? 0.0 : v, 2) + "</td>";  // no "-0.00"
+    }
+    rows += "</tr>";
+  }
+  std::string clean;
+  for (size_t r = 0; r < h.relations.size() && r < p.relations.size(); ++r)
+    clean += (r ? ", " : "") + svg::escape(h.relations[r]) + " " + cell(p.relations[r].clean, 2);
+  return "<h3>Direct logit attribution</h3>" +
+         lede(
+             "Each head's own share of the clean logit difference, in logits: its output "
+             "through W<sub>O</sub> straight to the classifier, the final norm's scale frozen "
+             "(paths through later blocks are not counted). The clean differences it is a share "
+             "of: " +
+             clean + ".") +
+         "<table>" + header + "</tr>" + rows + "</table>";
+}
+
 }  // namespace
 
 Patching parse_patching(const json& doc, const Heads& h) {
@@ -222,7 +256,7 @@ std::string patching_body(const RunView& v) {
              "effect through the heads above it.",
              p.seed.empty() ? std::string("?") : p.seed)) +
          "<div class=\"row\">" + figure(patching_map(h, p), caption) + "<div>" +
-         relation_table(h, p) + "</div></div>" + residual_tables(h, p);
+         relation_table(h, p) + "</div></div>" + residual_tables(h, p) + attribution_table(h, p);
 }
 
 }  // namespace headlab::report_parts
