@@ -1,5 +1,6 @@
 #include "layers/hooks.h"
 
+#include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/module.h"
 
@@ -68,6 +69,22 @@ void Hooks::forget() {
 
 std::string block_hook(int64_t layer, std::string_view point) {
   return "blocks." + std::to_string(layer) + "." + std::string(point);
+}
+
+Tensor head_mask(int64_t heads, int64_t head) {
+  if (head < 0 || head >= heads) fail("hooks: head {} is not one of {} heads", head, heads);
+  Tensor mask = Tensor::zeros({1, 1, heads, 1});
+  mask[head] = 1.0f;
+  return mask;
+}
+
+Var patch_head(const Var& z, const Var& source, int64_t head) {
+  if (z.rank() != 4) fail("hooks: a per-head value is [B, T, h, d], not {}", z.shape().str());
+  return where(head_mask(z.size(2), head), source, z);
+}
+
+Var zero_head(const Var& z, int64_t head) {
+  return patch_head(z, Var(Tensor::zeros(z.shape())), head);
 }
 
 HookGuard::HookGuard(Module& module, Hooks& hooks)

@@ -88,6 +88,14 @@ class Hooks {
 // "blocks.<layer>.<point>": the name of a point of encoder block `layer` ("attn.hook_z").
 std::string block_hook(int64_t layer, std::string_view point);
 
+// Edits of a per-head point ([B, T, h, d]: hook_q, hook_k, hook_v, hook_z), for where().
+// head_mask: [1, 1, heads, 1], 1 at `head`. patch_head: z with head `head`'s slice taken from
+// `source` (z's shape; activation patching). zero_head: z with that slice 0 (zero ablation).
+// Throw naming the head and the shape when `head` is not one of z's heads.
+Tensor head_mask(int64_t heads, int64_t head);
+Var patch_head(const Var& z, const Var& source, int64_t head);
+Var zero_head(const Var& z, int64_t head);
+
 // Attaches `hooks` to `module` (Module::attach_hooks with the root prefix) for the guard's
 // lifetime, then detaches them (and whatever was attached before is attached again).
 class HookGuard {

@@ -168,11 +168,7 @@ TEST_CASE("hooks: zeroing a head at hook_z equals the head gate's ablation") {
   const Tensor gated = x.run(model).logits.value().clone();
   model.reset_head_gates();
   Hooks hooks;
-  hooks.edit(block_hook(1, "attn.hook_z"), [](const Var& z) {
-    Tensor keep = Tensor::full({1, 1, 2, 1}, 1.0f);
-    keep[1] = 0.0f;
-    return where(keep, z, Var(Tensor::zeros(z.shape())));
-  });
+  hooks.edit(block_hook(1, "attn.hook_z"), [](const Var& z) { return zero_head(z, 1); });
   HookGuard attached(model, hooks);
   const Tensor edited = x.run(model).logits.value();
   CHECK(max_diff(gated, edited) < 1e-6);
@@ -223,6 +219,8 @@ TEST_CASE("hooks: an edit of the wrong shape and a missing cache are one line na
                        Error);
   CHECK_THROWS_WITH_AS(hooks.cached("blocks.9.attn.hook_z"),
                        doctest::Contains("no value cached at 'blocks.9.attn.hook_z'"), Error);
+  CHECK_THROWS_WITH_AS(zero_head(Var(Tensor::zeros({1, 2, 2, 3})), 2),
+                       doctest::Contains("hooks: head 2 is not one of 2 heads"), Error);
 }
 
 TEST_CASE("hooks: an attention layer that returns no weights when asked is one line naming it") {

@@ -265,11 +265,7 @@ eval_batch_size = 32
   for (int64_t head = 0; head < 4; ++head) {
     CAPTURE(head);
     Hooks hooks;
-    hooks.edit(block_hook(0, "attn.hook_z"), [head](const Var& z) {
-      Tensor keep = Tensor::full({1, 1, 4, 1}, 1.0f);
-      keep[head] = 0.0f;
-      return where(keep, z, Var(Tensor::zeros(z.shape())));
-    });
+    hooks.edit(block_hook(0, "attn.hook_z"), [head](const Var& z) { return zero_head(z, head); });
     HookGuard attached(model, hooks);
     NoGradGuard no_grad;
     int64_t right = 0, counted = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/train/toy_partners.h"
 #include "train/analysis/baselines.h"
 #include "train/analysis/composition.h"
 #include "train/analysis/head_metrics.h"
@@ -17,26 +18,7 @@ using namespace headlab;
 
 namespace {
 
-constexpr int64_t B = 2, T = 6;
-
-// PREV(i) = i - 1 and FAR(i) = (i + 2) mod T, moved off BOS to 1 (as test_head_metrics.cpp).
-std::vector<std::vector<int32_t>> make_partners() {
-  std::vector<std::vector<int32_t>> p(2, std::vector<int32_t>(B * T, -1));
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 1; i < T; ++i) {
-      p[0][b * T + i] = static_cast<int32_t>(i - 1);
-      const int64_t far = (i + 2) % T;
-      p[1][b * T + i] = static_cast<int32_t>(far == 0 ? 1 : far);
-    }
-  }
-  return p;
-}
-
-std::vector<uint8_t> non_bos() {
-  std::vector<uint8_t> m(B * T, 1);
-  for (int64_t b = 0; b < B; ++b) m[b * T] = 0;
-  return m;
-}
+using namespace toy_partners;
 
 EvalCounts batch_of(int64_t tokens, int64_t correct) {
   EvalCounts c;

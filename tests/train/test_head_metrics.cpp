@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "tests/train/toy_partners.h"
 #include "train/analysis/head_metrics.h"
 #include "train/tasks/dependency.h"
 
@@ -16,27 +17,7 @@ using namespace headlab;
 
 namespace {
 
-constexpr int64_t B = 2, T = 6;
-
-// Partners for a batch of B sequences of length T (position 0 is BOS): PREV(i) = i-1 and a
-// second relation FAR(i) = (i + 2) mod T, mapped away from BOS to 1 so it is never 0.
-std::vector<std::vector<int32_t>> make_partners() {
-  std::vector<std::vector<int32_t>> p(2, std::vector<int32_t>(B * T, -1));
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 1; i < T; ++i) {
-      p[0][b * T + i] = static_cast<int32_t>(i - 1);
-      const int64_t far = (i + 2) % T;
-      p[1][b * T + i] = static_cast<int32_t>(far == 0 ? 1 : far);
-    }
-  }
-  return p;
-}
-
-std::vector<uint8_t> non_bos() {
-  std::vector<uint8_t> m(B * T, 1);
-  for (int64_t b = 0; b < B; ++b) m[b * T] = 0;
-  return m;
-}
+using namespace toy_partners;
 
 // Head 0 puts all mass on PREV; head 1 is uniform; head 2 puts 0.7 on FAR and 0.3 on BOS.
 Tensor make_attention(const std::vector<std::vector<int32_t>>& p) {

@@ -17,8 +17,7 @@ namespace analysis_detail {
 namespace {
 
 std::vector<std::string> residual_points(int64_t layers) {
-  std::vector<std::string> points;
-  for (int64_t l = 0; l < layers; ++l) points.push_back(block_hook(l, "hook_resid_pre"));
+  std::vector<std::string> points = block_points(layers, "hook_resid_pre");
   if (layers > 0) points.push_back(block_hook(layers - 1, "hook_resid_post"));
   return points;
 }
@@ -142,8 +141,7 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
   map.available = true;
   PatchingAccumulator head_acc(relations, heads), source_acc(relations, std::max(points, 1)),
       dest_acc(relations, std::max(points, 1));
-  std::vector<std::string> cached;
-  for (int64_t l = 0; l < L; ++l) cached.push_back(block_hook(l, "attn.hook_z"));
+  std::vector<std::string> cached = block_points(L, "attn.hook_z");
   cached.insert(cached.end(), residual.begin(), residual.end());
   const DirectPath direct = direct_path(model);
   map.direct_unavailable = direct.why;
@@ -154,15 +152,15 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
   for (int r = 0; r < relations; ++r) {
     for (const Batch& clean : set.batches) {
       task.corrupt(clean, r, seed, corrupted, measured);
-      // The clean run, every site's value kept.
-      for (const std::string& p : cached) h.cache(p);
-      h.forget();
-      const LogitDifference ld_clean =
-          logit_difference(logits_of(model, clean), clean.labels, corrupted.labels, measured);
+      // The clean run, every site's value kept (copied: the cache ends with this scope).
+      LogitDifference ld_clean;
       std::vector<Tensor> values;
-      for (const std::string& p : cached) values.push_back(h.cached(p).value().clone());
-      for (const std::string& p : cached) h.uncache(p);
-      h.forget();
+      {
+        const CachedPoints sites(h, cached);
+        ld_clean =
+            logit_difference(logits_of(model, clean), clean.labels, corrupted.labels, measured);
+        for (const Tensor& v : sites.values()) values.push_back(v.clone());
+      }
       if (direct.why.empty())
         add_direct(direct, std::vector<Tensor>(values.begin(), values.begin() + L), values.back(),
                    clean, corrupted, measured, direct_sums[static_cast<size_t>(r)]);
@@ -177,11 +175,9 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
       };
       for (int64_t l = 0; l < L; ++l)
         for (int64_t head = 0; head < H; ++head) {
-          Tensor mask = Tensor::zeros({1, 1, H, 1});
-          mask[head] = 1.0f;
-          head_acc.add(
-              r, static_cast<int>(l * H + head), ld_clean, ld_corrupted,
-              patched(cached[static_cast<size_t>(l)], mask, values[static_cast<size_t>(l)]));
+          head_acc.add(r, static_cast<int>(l * H + head), ld_clean, ld_corrupted,
+                       patched(cached[static_cast<size_t>(l)], head_mask(H, head),
+                               values[static_cast<size_t>(l)]));
         }
       const Tensor source = changed_positions(clean, corrupted);
       const Tensor destination = measured_positions(clean, measured);

@@ -75,25 +75,20 @@ HeadMetrics attention_metrics(AnalysisHooks& hooks, const EvalSet& set, int rela
   NoGradGuard no_grad;
   Encoder& model = hooks.model();
   const int64_t L = model.num_layers();
-  std::vector<std::string> points;
-  for (int64_t l = 0; l < L; ++l) points.push_back(block_hook(l, "attn.hook_pattern"));
-  for (const std::string& p : points) hooks.hooks().cache(p);
+  CachedPoints patterns(hooks.hooks(), block_points(L, "attn.hook_pattern"));
   HeadMetricsAccumulator acc(static_cast<int>(L), static_cast<int>(model.options().heads),
                              relations);
   std::vector<std::span<const int32_t>> features;
   for (size_t k = 0; k < set.batches.size(); ++k) {
     const Batch& b = set.batches[k];
     b.feature_spans(features);
-    hooks.hooks().forget();
+    patterns.forget();
     EncoderOutput out = model.forward(features, b.batch_size, b.seq_len);
-    std::vector<Tensor> weights;
-    for (const std::string& p : points) weights.push_back(hooks.hooks().cached(p).value());
+    const std::vector<Tensor> weights = patterns.values();
     const std::vector<uint8_t> counted = labelled_tokens(b);
     acc.add(weights, b.partners, counted);
     if (visit) visit(k, b, weights, counted, out.logits.value());
   }
-  for (const std::string& p : points) hooks.hooks().uncache(p);
-  hooks.hooks().forget();
   return acc.finish();
 }
 
@@ -101,19 +96,17 @@ std::vector<Tensor> head_means(AnalysisHooks& hooks, const EvalSet& set) {
   NoGradGuard no_grad;
   Encoder& model = hooks.model();
   const int64_t L = model.num_layers();
-  std::vector<std::string> points;
-  for (int64_t l = 0; l < L; ++l) points.push_back(block_hook(l, "attn.hook_z"));
-  for (const std::string& p : points) hooks.hooks().cache(p);
   std::vector<std::vector<double>> sums(static_cast<size_t>(L));
   int64_t tokens = 0;
   std::vector<std::span<const int32_t>> features;
+  CachedPoints z_points(hooks.hooks(), block_points(L, "attn.hook_z"));
   for (const Batch& b : set.batches) {
     b.feature_spans(features);
-    hooks.hooks().forget();
+    z_points.forget();
     model.forward(features, b.batch_size, b.seq_len);
     const std::vector<uint8_t> counted = labelled_tokens(b);
     for (int64_t l = 0; l < L; ++l) {
-      const Tensor& z = hooks.hooks().cached(points[static_cast<size_t>(l)]).value();
+      const Tensor& z = z_points[static_cast<size_t>(l)];
       const int64_t width = z.size(2) * z.size(3);  // [B, T, h, d]
       std::vector<double>& sum = sums[static_cast<size_t>(l)];
       sum.resize(static_cast<size_t>(width), 0.0);
@@ -124,8 +117,6 @@ std::vector<Tensor> head_means(AnalysisHooks& hooks, const EvalSet& set) {
     }
     for (uint8_t c : counted) tokens += c;
   }
-  for (const std::string& p : points) hooks.hooks().uncache(p);
-  hooks.hooks().forget();
   std::vector<Tensor> means;
   for (const std::vector<double>& sum : sums) {
     Tensor m = Tensor::zeros({static_cast<int64_t>(sum.size())});

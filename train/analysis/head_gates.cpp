@@ -1,5 +1,6 @@
 #include "train/analysis/head_gates.h"
 
+#include <algorithm>
 #include <string>
 
 #include "autograd/grad_mode.h"
@@ -18,29 +19,29 @@ AnalysisHooks::AnalysisHooks(Encoder& model) : model_(model), heads_(model.optio
 
 void AnalysisHooks::check_points(const Batch& batch) {
   NoGradGuard no_grad;
-  for (int64_t l = 0; l < layers(); ++l) hooks_.cache(block_hook(l, "attn.hook_pattern"));
-  hooks_.forget();
-  std::vector<std::span<const int32_t>> features;
-  batch.feature_spans(features);
-  model_.forward(features, batch.batch_size, batch.seq_len);
-  for (int64_t l = 0; l < layers(); ++l) {
-    std::string missing;
-    for (const char* point : {"attn.hook_pattern", "attn.hook_z"}) {
-      const std::string name = block_hook(l, point);
-      bool seen = false;
-      for (const std::string& s : hooks_.seen()) seen = seen || s == name;
-      if (!seen) missing += (missing.empty() ? "" : " and ") + name;
+  {
+    // Asked for so that the layer passes them even on its fastest path; seen() then tells.
+    const CachedPoints pattern(hooks_, block_points(layers(), "attn.hook_pattern"));
+    std::vector<std::span<const int32_t>> features;
+    batch.feature_spans(features);
+    model_.forward(features, batch.batch_size, batch.seq_len);
+    const std::vector<std::string>& seen = hooks_.seen();
+    for (int64_t l = 0; l < layers(); ++l) {
+      std::string missing;
+      for (const char* point : {"attn.hook_pattern", "attn.hook_z"}) {
+        const std::string name = block_hook(l, point);
+        if (std::find(seen.begin(), seen.end(), name) == seen.end())
+          missing += (missing.empty() ? "" : " and ") + name;
+      }
+      if (!missing.empty())
+        fail(
+            "analyze: layer {}'s attention '{}' does not pass its values through {}: the head "
+            "analysis reads the pattern and edits the heads' outputs there (keep "
+            "MultiHeadAttention's forward, or call hook(\"hook_pattern\", ...) and "
+            "hook_heads(\"hook_z\", ...) in yours: layers/multi_head_attention.h)",
+            l, model_.options().attention_layer.name, missing);
     }
-    if (!missing.empty())
-      fail(
-          "analyze: layer {}'s attention '{}' does not pass its values through {}: the head "
-          "analysis reads the pattern and edits the heads' outputs there (keep "
-          "MultiHeadAttention's forward, or call hook(\"hook_pattern\", ...) and "
-          "hook_heads(\"hook_z\", ...) in yours: layers/multi_head_attention.h)",
-          l, model_.options().attention_layer.name, missing);
   }
-  hooks_.clear();  // the requests above were only for this check
-  update_edits();
 }
 
 void AnalysisHooks::set(const Gates& gates) {
@@ -113,6 +114,28 @@ void AnalysisHooks::update_edits() {
       return reshape(merged, shape);
     });
   }
+}
+
+CachedPoints::CachedPoints(Hooks& hooks, std::vector<std::string> points)
+    : hooks_(hooks), points_(std::move(points)) {
+  for (const std::string& p : points_) hooks_.cache(p);
+}
+
+CachedPoints::~CachedPoints() {
+  for (const std::string& p : points_) hooks_.uncache(p);
+  hooks_.forget();
+}
+
+std::vector<Tensor> CachedPoints::values() const {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < points_.size(); ++k) out.push_back((*this)[k]);
+  return out;
+}
+
+std::vector<std::string> block_points(int64_t layers, std::string_view point) {
+  std::vector<std::string> out;
+  for (int64_t l = 0; l < layers; ++l) out.push_back(block_hook(l, point));
+  return out;
 }
 
 }  // namespace headlab::analysis_detail

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/var.h"
@@ -69,6 +71,30 @@ class AnalysisHooks {
   std::vector<Tensor> means_;
   Ablation ablation_ = Ablation::zero;
 };
+
+// Hook points cached for a scope: asked for at construction, their requests and values dropped
+// at its end, so one pass's caches never reach the next pass's forwards.
+class CachedPoints {
+ public:
+  CachedPoints(Hooks& hooks, std::vector<std::string> points);
+  ~CachedPoints();
+  CachedPoints(const CachedPoints&) = delete;
+  CachedPoints& operator=(const CachedPoints&) = delete;
+
+  // Before each forward: drops the last forward's values.
+  void forget() { hooks_.forget(); }
+  // Point k's value from the last forward, and all of them in order.
+  const Tensor& operator[](size_t k) const { return hooks_.cached(points_[k]).value(); }
+  std::vector<Tensor> values() const;
+  size_t size() const { return points_.size(); }
+
+ private:
+  Hooks& hooks_;
+  std::vector<std::string> points_;
+};
+
+// block_hook(l, point) for every layer l < layers.
+std::vector<std::string> block_points(int64_t layers, std::string_view point);
 
 }  // namespace analysis_detail
 }  // namespace headlab
