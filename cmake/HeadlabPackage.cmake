@@ -12,6 +12,7 @@
 #   P/<libdir>/libheadlab.so*              RUNPATH the OpenMP OpenBLAS (a system directory)
 #   P/include/headlab/<module dirs>/*.h    the source layout, minus headers that include a
 #                                          package the library links privately
+#   P/include/headlab/headlab_headers_fingerprint.h   the headers' fingerprint (plugin handshake)
 #   P/<libdir>/cmake/headlab/              headlabConfig.cmake, its version file and targets:
 #                                          find_package(headlab 0.2 CONFIG REQUIRED)
 #   P/<libdir>/pkgconfig/headlab.pc        relocatable (prefix from ${pcfiledir})
@@ -67,6 +68,7 @@ file(CREATE_LINK ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/include/headlab SYM
 target_include_directories(headlab_shared PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
   $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated/public>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/headlab>)
 target_link_libraries(headlab_shared PUBLIC ${headlab_public_libs} PRIVATE ${headlab_private_libs})
@@ -84,14 +86,37 @@ endfunction()
 
 install(TARGETS headlab_shared EXPORT headlabTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+set(headlab_public_headers)
 foreach(dir ${headlab_header_dirs})
   file(GLOB headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.h)
   list(REMOVE_ITEM headers ${HEADLAB_PRIVATE_HEADERS})
+  list(APPEND headlab_public_headers ${headers})
   if(headers)
     list(TRANSFORM headers PREPEND ${PROJECT_SOURCE_DIR}/)
     install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/headlab/${dir})
   endif()
 endforeach()
+
+# The fingerprint of those headers (cmake/HeadersFingerprint.cmake), recomputed at every build
+# into <build>/generated/public/headlab_headers_fingerprint.h, which plugin.h includes: the
+# library compiles its value in, a plugin its own, and the handshake compares the two. Installed
+# beside the headers (P/include/headlab/), with the list of headers, so that headlabConfig.cmake
+# hashes the headers a consumer really compiles against (a copy edited after the install too).
+set(headlab_public_generated ${PROJECT_BINARY_DIR}/generated/public)
+set(headlab_fingerprint_header ${headlab_public_generated}/headlab_headers_fingerprint.h)
+list(JOIN headlab_public_headers "\n" headlab_header_lines)
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/headlab_public_headers.txt
+  CONTENT "${headlab_header_lines}\n" @ONLY)
+add_custom_target(headlab_headers_fingerprint
+  COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}
+    -DHEADER_LIST=${PROJECT_BINARY_DIR}/headlab_public_headers.txt
+    -DOUTPUT=${headlab_fingerprint_header} -P ${PROJECT_SOURCE_DIR}/cmake/HeadersFingerprint.cmake
+  BYPRODUCTS ${headlab_fingerprint_header})
+# train/plugins compiles plugin.h (the loader's side of the comparison); the CLI and the bench
+# harness see it through train_plugins.
+target_include_directories(headlab_train_plugins PUBLIC $<BUILD_INTERFACE:${headlab_public_generated}>)
+add_dependencies(headlab_train_plugins headlab_headers_fingerprint)
+install(FILES ${headlab_fingerprint_header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/headlab)
 
 set(headlab_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/headlab)
 install(EXPORT headlabTargets NAMESPACE headlab:: DESTINATION ${headlab_cmake_dir})
@@ -101,8 +126,25 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/headlabConfigVersion.cmak
   COMPATIBILITY SameMinorVersion)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/headlabConfig.cmake.in
   ${PROJECT_BINARY_DIR}/headlabConfig.cmake COPYONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/HeadersFingerprint.cmake
+  ${PROJECT_BINARY_DIR}/HeadersFingerprint.cmake COPYONLY)
+# headlabHeaders.cmake: where the public headers are and which they are, for the config's
+# fingerprint. The build tree's names the source tree; the installed one a path relative to
+# itself.
+string(REPLACE ";" "\n  " headlab_header_list "${headlab_public_headers}")
+file(WRITE ${PROJECT_BINARY_DIR}/headlabHeaders.cmake
+  "set(headlab_headers_root \"${PROJECT_SOURCE_DIR}\")\n"
+  "set(headlab_headers_recorded \"${headlab_fingerprint_header}\")\n"
+  "set(headlab_public_headers\n  ${headlab_header_list})\n")
+file(RELATIVE_PATH headlab_cmake_to_include ${CMAKE_INSTALL_PREFIX}/${headlab_cmake_dir}
+  ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_INCLUDEDIR}/headlab)
+file(WRITE ${PROJECT_BINARY_DIR}/install/headlabHeaders.cmake
+  "set(headlab_headers_root \"\${CMAKE_CURRENT_LIST_DIR}/${headlab_cmake_to_include}\")\n"
+  "set(headlab_headers_recorded \"\${headlab_headers_root}/headlab_headers_fingerprint.h\")\n"
+  "set(headlab_public_headers\n  ${headlab_header_list})\n")
 install(FILES ${PROJECT_BINARY_DIR}/headlabConfig.cmake
-  ${PROJECT_BINARY_DIR}/headlabConfigVersion.cmake DESTINATION ${headlab_cmake_dir})
+  ${PROJECT_BINARY_DIR}/headlabConfigVersion.cmake ${PROJECT_BINARY_DIR}/HeadersFingerprint.cmake
+  ${PROJECT_BINARY_DIR}/install/headlabHeaders.cmake DESTINATION ${headlab_cmake_dir})
 
 file(RELATIVE_PATH headlab_pc_to_prefix ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig
   ${CMAKE_INSTALL_PREFIX})

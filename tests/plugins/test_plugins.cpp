@@ -88,9 +88,13 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
             "registered was kept",
             "test_fresh_layer"},
         Bad{"bad_version",
-            "was built against headlab 0.1.0 (plugin ABI 5), but this is headlab " HEADLAB_VERSION
-            " (plugin ABI 5): rebuild it against this headlab",
+            "was built against headlab 0.1.0 (plugin ABI 6), but this is headlab " HEADLAB_VERSION
+            " (plugin ABI 6): rebuild it against this headlab",
             ""},
+        Bad{"bad_headers",
+            "was built against other headers than this headlab's, though both say "
+            "headlab " HEADLAB_VERSION " (header fingerprint 000000000000..., this headlab's ",
+            "test_edited_headers_layer"},
         Bad{"bad_static",
             "registers layer 'test_static_layer' at load time, outside its entry point",
             "test_static_layer"}}) {
@@ -99,6 +103,8 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
     const std::string error = error_of(path);
     CHECK(error.find("plugin '" + path.string() + "': " + b.cause) == 0);
     CHECK(error.find('\n') == std::string::npos);
+    if (std::string_view(b.plugin) == "bad_headers")
+      CHECK(error.ends_with("...): rebuild it against this headlab"));
     if (*b.leftover) CHECK_FALSE(has_layer(b.leftover));
     CHECK_FALSE(loaded(path));
     CHECK_FALSE(mapped(path));       // closed again

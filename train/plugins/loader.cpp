@@ -70,6 +70,14 @@ void check_handshake(const std::string& name, const headlab_plugin_info* info) {
     refuse(name, fmt::format("was built against headlab {} (plugin ABI {}), but this is headlab {} "
                              "(plugin ABI {}): rebuild it against this headlab",
                              version, info->abi, HEADLAB_VERSION, HEADLAB_PLUGIN_ABI));
+  // abi is 6 or more here: the fingerprint is there to read.
+  const std::string headers = info->headers ? info->headers : "(none)";
+  if (headers != HEADLAB_HEADERS_FINGERPRINT)
+    refuse(name, fmt::format("was built against other headers than this headlab's, though both say "
+                             "headlab {} (header fingerprint {}..., this headlab's {}...): rebuild "
+                             "it against this headlab",
+                             version, headers.substr(0, 12),
+                             std::string_view(HEADLAB_HEADERS_FINGERPRINT).substr(0, 12)));
   const std::string build = info->build ? info->build : "(none)";
   if (build != HEADLAB_PLUGIN_BUILD)
     refuse(name, fmt::format("was built with another C++ ABI ({}) than this headlab ({}): rebuild "

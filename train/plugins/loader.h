@@ -11,6 +11,8 @@
 //   has no entry point headlab_plugin_entry             (no HEADLAB_PLUGIN in it)
 //   its entry point does not answer the headlab handshake
 //   was built against headlab 0.1.0 (plugin ABI 3), but this is headlab 0.2.0 (plugin ABI 4)
+//   was built against other headers than this headlab's, though both say headlab 0.2.0
+//       (header fingerprint ...): rebuild it against this headlab
 //   was built with another C++ ABI (...) than this headlab (...)
 //   registration failed: <what it threw>
 //   registers layer 'x', which is already registered (built in | by plugin '<path>')

@@ -18,8 +18,9 @@
 //   1. dlopen; dlsym("headlab_plugin_entry"), which returns a headlab_plugin_info;
 //   2. the handshake, read before any C++ type crosses: magic, plugin ABI, the headlab version
 //      the plugin was compiled against (must equal this library's: class layouts come from the
-//      headers, so a plugin is rebuilt for every headlab version) and the C++ ABI of its
-//      compiler and standard library;
+//      headers, so a plugin is rebuilt for every headlab version), the fingerprint of the
+//      headers it was compiled against (must equal the library's: the same version with an
+//      edited header is another ABI) and the C++ ABI of its compiler and standard library;
 //   3. register_plugin(registry): the function body of HEADLAB_PLUGIN, which only stages its
 //      entries in the PluginRegistry;
 //   4. all-or-nothing: if the body throws, or a name is taken (by the library or another
@@ -34,6 +35,10 @@
 #include <vector>
 
 #include "core/version.h"
+// HEADLAB_HEADERS_FINGERPRINT: the SHA-256 of the public headers' contents, generated at build
+// time (cmake/HeadersFingerprint.cmake) and installed beside them; a consumer configured with
+// find_package(headlab) gets the value of the headers it really includes as a definition.
+#include "headlab_headers_fingerprint.h"
 #include "layers/registry.h"
 #include "train/tasks/registry.h"
 
@@ -45,8 +50,9 @@
 // may subclass, holds one in_proj_weight (and in_proj_bias) instead of the children w_q, w_k, w_v;
 // 5: Task has the virtual corrupt (activation patching's corrupted batch), and Module and
 // MultiHeadAttention, which a plugin's layers derive from, carry hook points (attach_hooks) and
-// the score and pattern transforms.
-#define HEADLAB_PLUGIN_ABI 5
+// the score and pattern transforms; 6: headlab_plugin_info ends with the fingerprint of the
+// public headers (HEADLAB_HEADERS_FINGERPRINT), compared in the handshake.
+#define HEADLAB_PLUGIN_ABI 6
 
 // The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
 // string/list ABI (both GCC and clang define these on Linux).
@@ -58,13 +64,15 @@
 
 extern "C" {
 // What the entry point returns. Its layout is fixed for good (magic first), so any headlab can
-// read a plugin of any version far enough to refuse it with a clear message.
+// read a plugin of any version far enough to refuse it with a clear message; fields are only
+// ever added at the end, read when abi says they are there.
 struct headlab_plugin_info {
   uint32_t magic;                           // kHeadlabPluginMagic
   uint32_t abi;                             // HEADLAB_PLUGIN_ABI
   const char* version;                      // HEADLAB_VERSION
   const char* build;                        // HEADLAB_PLUGIN_BUILD
   void (*register_plugin)(void* registry);  // called with a headlab::PluginRegistry*
+  const char* headers;                      // HEADLAB_HEADERS_FINGERPRINT (abi >= 6)
 };
 }
 
@@ -105,16 +113,19 @@ class PluginRegistry {
 
 // Defines the plugin's entry point; the braces that follow are the body of
 // void register(headlab::PluginRegistry& name).
-#define HEADLAB_PLUGIN(name)                                                                     \
-  static void headlab_plugin_register(::headlab::PluginRegistry& name);                          \
-  static void headlab_plugin_register_erased(void* r) {                                          \
-    headlab_plugin_register(*static_cast<::headlab::PluginRegistry*>(r));                        \
-  }                                                                                              \
-  extern "C" __attribute__((visibility("default"))) const headlab_plugin_info*                   \
-  headlab_plugin_entry() {                                                                       \
-    static const headlab_plugin_info info = {::headlab::kHeadlabPluginMagic, HEADLAB_PLUGIN_ABI, \
-                                             HEADLAB_VERSION, HEADLAB_PLUGIN_BUILD,              \
-                                             &headlab_plugin_register_erased};                   \
-    return &info;                                                                                \
-  }                                                                                              \
+#define HEADLAB_PLUGIN(name)                                                   \
+  static void headlab_plugin_register(::headlab::PluginRegistry& name);        \
+  static void headlab_plugin_register_erased(void* r) {                        \
+    headlab_plugin_register(*static_cast<::headlab::PluginRegistry*>(r));      \
+  }                                                                            \
+  extern "C" __attribute__((visibility("default"))) const headlab_plugin_info* \
+  headlab_plugin_entry() {                                                     \
+    static const headlab_plugin_info info = {::headlab::kHeadlabPluginMagic,   \
+                                             HEADLAB_PLUGIN_ABI,               \
+                                             HEADLAB_VERSION,                  \
+                                             HEADLAB_PLUGIN_BUILD,             \
+                                             &headlab_plugin_register_erased,  \
+                                             HEADLAB_HEADERS_FINGERPRINT};     \
+    return &info;                                                              \
+  }                                                                            \
   static void headlab_plugin_register(::headlab::PluginRegistry& name)
