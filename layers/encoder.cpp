@@ -104,18 +104,38 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   Var x = embeddings_[0]->forward(features[0], ids_shape);  // [B, T, D]
   for (size_t f = 1; f < features.size(); ++f)
     x = add(x, embeddings_[f]->forward(features[f], ids_shape));
-  x = hook("hook_embed", positions_->forward(x));
+  x = hook("hook_embed", in_layer("encoder.positions", options_.positions_layer.name, [&] {
+             Var p = positions_->forward(x);
+             if (p.shape() != x.shape())
+               fail(
+                   "returned an output of shape {}, but the positions slot's contract is the "
+                   "input's shape {}",
+                   p.shape().str(), x.shape().str());
+             return p;
+           }));
   if (is_training() && options_.dropout > 0.0f)
     x = dropout(x, options_.dropout, *dropout_rng_, true);
 
   EncoderOutput out;
   if (need_weights) out.weights.reserve(layers_.size());
-  for (auto& layer : layers_) {
-    EncoderLayerOutput y = layer->forward(x, key_padding_mask, nullptr, need_weights);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    EncoderLayerOutput y;
+    try {
+      y = layers_[l]->forward(x, key_padding_mask, nullptr, need_weights);
+    } catch (const LayerError& e) {  // named by the block; the encoder adds where the block is
+      throw e.within("encoder.layers." + std::to_string(l));
+    }
     x = y.output;
     if (need_weights) out.weights.push_back(y.weights);
   }
-  if (final_norm_) x = final_norm_->forward(x);
+  if (final_norm_)
+    x = in_layer("encoder.final_norm", options_.norm_layer.name, [&] {
+      Var n = final_norm_->forward(x);
+      if (n.shape() != x.shape())
+        fail("returned an output of shape {}, but the norm slot's contract is the input's shape {}",
+             n.shape().str(), x.shape().str());
+      return n;
+    });
   out.hidden = x;
   out.logits = classifier_->forward(x);
   return out;

@@ -62,6 +62,58 @@ void EncoderLayer::attach_hooks(Hooks* hooks, const std::string& prefix) {
   norm2->attach_hooks(hooks, prefix + "ln2.");
 }
 
+LayerError::LayerError(std::string path, std::string layer, std::string message)
+    : Error(fmt::format("{} ({}): {}", path, layer, message)),
+      path_(std::move(path)),
+      layer_(std::move(layer)),
+      message_(std::move(message)) {}
+
+LayerError LayerError::within(const std::string& parent) const {
+  return LayerError(parent + "." + path_, layer_, message_);
+}
+
+namespace {
+
+// A slot's output must keep the input's shape [B, T, d_model].
+void check_slot_output(const Var& out, const Var& in, const char* slot) {
+  if (!out.defined())
+    fail("returned no output: the {} slot's contract is an output of shape {} (its input's)", slot,
+         in.shape().str());
+  if (out.shape() != in.shape())
+    fail("returned an output of shape {}, but the {} slot's contract is the input's shape {}",
+         out.shape().str(), slot, in.shape().str());
+}
+
+}  // namespace
+
+AttentionOutput EncoderLayer::attend(const Var& x, const Tensor* key_padding_mask,
+                                     const Tensor* attn_mask, bool need_weights) {
+  return in_layer("attn", options_.attention_layer.name, [&] {
+    AttentionOutput a = attn->forward(x, x, x, key_padding_mask, attn_mask, need_weights);
+    check_slot_output(a.output, x, "attention");
+    if (need_weights) {
+      if (!a.weights.defined())
+        fail(
+            "returned no weights though they were asked for (need_weights): its forward must "
+            "return AttentionOutput::weights [B, h, T, S] then");
+      const Shape expected{x.size(0), attn->heads(), x.size(1), x.size(1)};
+      if (a.weights.shape() != expected)
+        fail("returned attention weights of shape {}, but the contract is [B, heads, T, T] = {}",
+             a.weights.shape().str(), expected.str());
+    }
+    return a;
+  });
+}
+
+Var EncoderLayer::slot(const char* name, const std::string& layer, SequenceLayer& module,
+                       const Var& x, const char* kind) {
+  return in_layer(name, layer, [&] {
+    Var y = module.forward(x);
+    check_slot_output(y, x, kind);
+    return y;
+  });
+}
+
 Var EncoderLayer::residual_dropout(const Var& y) {
   if (!is_training() || options_.dropout == 0.0f) return y;
   return dropout(y, options_.dropout, *dropout_rng_, true);
@@ -74,23 +126,31 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
   AttentionOutput a;
   Var y;
   const Var in = hook("hook_resid_pre", x);
+  const std::string& norm_name = options_.norm_layer.name;
+  const std::string& ffn_name = options_.ffn_layer.name;
   if (options_.norm == NormPosition::pre) {
-    Var n = norm1->forward(in);
-    a = attn->forward(n, n, n, key_padding_mask, attn_mask, need_weights);
+    Var n = slot("norm1", norm_name, *norm1, in, "norm");
+    a = attend(n, key_padding_mask, attn_mask, need_weights);
     y = hook("hook_resid_mid", add(in, residual_dropout(a.output)));
-    y = add(y, residual_dropout(ffn->forward(norm2->forward(y))));
+    const Var n2 = slot("norm2", norm_name, *norm2, y, "norm");
+    y = add(y, residual_dropout(slot("ffn", ffn_name, *ffn, n2, "ffn")));
   } else {
-    a = attn->forward(in, in, in, key_padding_mask, attn_mask, need_weights);
+    a = attend(in, key_padding_mask, attn_mask, need_weights);
     // norm(x + r); a LayerNorm slot fuses the addition (LayerNorm::forward_sum).
-    y = hook("hook_resid_mid", norm1->forward_sum(in, residual_dropout(a.output)));
-    y = norm2->forward_sum(y, residual_dropout(ffn->forward(y)));
+    const Var r = residual_dropout(a.output);
+    y = hook("hook_resid_mid", in_layer("norm1", norm_name, [&] {
+               Var s = norm1->forward_sum(in, r);
+               check_slot_output(s, in, "norm");
+               return s;
+             }));
+    const Var f = residual_dropout(slot("ffn", ffn_name, *ffn, y, "ffn"));
+    y = in_layer("norm2", norm_name, [&] {
+      Var s = norm2->forward_sum(y, f);
+      check_slot_output(s, in, "norm");
+      return s;
+    });
   }
   y = hook("hook_resid_post", y);
-  if (need_weights && !a.weights.defined())
-    fail(
-        "encoder_layer: attention layer '{}' returned no weights though they were asked for "
-        "(need_weights): its forward must return AttentionOutput::weights [B, h, T, S] then",
-        options_.attention_layer.name);
   return {y, a.weights};
 }
 

@@ -11,7 +11,9 @@
 // kind norm, each mapping [B, T, d_model] to itself. Each slot's factory sees the
 // values below as inherited options (d_model, heads, head_dim, d_ff, activation, attn_dropout,
 // init) plus the slot's own table.
-// Children: "attn", "ffn", "norm1", "norm2".
+// Children: "attn", "ffn", "norm1", "norm2". An error inside a slot is a LayerError naming the
+// child and its layer; so is a slot that breaks its contract: an output that is not
+// [B, T, d_model], or (need_weights) attention weights missing or not [B, heads, T, T].
 // Hook points (layers/hooks.h), under the prefix the encoder gives ("blocks.L."): hook_resid_pre
 // (the input), hook_resid_mid (after the attention's residual; post-norm: after norm1),
 // hook_resid_post (the output); the slots' points under "attn.", "mlp.", "ln1." and "ln2.".
@@ -21,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "core/sample_rng.h"
 #include "layers/feed_forward.h"
@@ -30,6 +33,36 @@
 #include "layers/registry.h"
 
 namespace headlab {
+
+// An error raised inside a slot's layer (or a broken slot contract), named once by the module
+// path and the layer's registered name: "layers.0.attn (talking_heads_attention): matmul:
+// ...". The encoder puts its own path in front (within), so the message reads
+// "encoder.layers.0.attn (...): ..." and is never prefixed twice.
+class LayerError : public Error {
+ public:
+  LayerError(std::string path, std::string layer, std::string message);
+  const std::string& path() const { return path_; }
+  const std::string& layer() const { return layer_; }
+  const std::string& message() const { return message_; }
+  // The same error with `parent` + "." in front of the path.
+  LayerError within(const std::string& parent) const;
+
+ private:
+  std::string path_, layer_, message_;
+};
+
+// Runs `f` (one slot's forward) and turns a headlab::Error from inside it into a LayerError
+// naming `path` and `layer`; a LayerError (already named deeper) passes unchanged.
+template <class F>
+auto in_layer(const std::string& path, const std::string& layer, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const LayerError&) {
+    throw;
+  } catch (const Error& e) {
+    throw LayerError(path, layer, e.what());
+  }
+}
 
 enum class NormPosition { pre, post };
 // "pre" or "post"; throws naming `what` otherwise.
@@ -83,6 +116,12 @@ class EncoderLayer : public Module {
 
  private:
   Var residual_dropout(const Var& y);
+  // The attention slot's forward (self-attention of x) and a one-input slot's (ffn, norm), each
+  // with its contract checked and its errors named (LayerError).
+  AttentionOutput attend(const Var& x, const Tensor* key_padding_mask, const Tensor* attn_mask,
+                         bool need_weights);
+  Var slot(const char* name, const std::string& layer, SequenceLayer& module, const Var& x,
+           const char* kind);
 
   EncoderLayerOptions options_;
   std::shared_ptr<SampleRng> dropout_rng_;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "layers/layer_norm.h"
+#include "layers/registry.h"
 #include "tests/layers/reference.h"
 
 using namespace headlab;
@@ -276,4 +277,66 @@ TEST_CASE("layers: encoder rejects inconsistent options and inputs") {
   o = tiny_options();
   o.vocab_sizes = {};
   CHECK_THROWS_WITH_AS(Encoder(o, rng), doctest::Contains("vocab_sizes"), Error);
+}
+
+namespace {
+
+// Slot layers with a bug, registered by the cases below only (other tests list the registry).
+// An ffn whose forward multiplies by a matrix of the wrong size (matmul fails inside it) ...
+class MatmulBugFfn : public SequenceLayer {
+ public:
+  Var forward(const Var& x) override {
+    return matmul(x, Var(Tensor::zeros({x.size(2) + 1, x.size(2)})));
+  }
+};
+// ... and one that returns the wrong shape.
+class ShapeBugFfn : public SequenceLayer {
+ public:
+  Var forward(const Var& x) override { return Var(Tensor::zeros({x.size(0), x.size(1), 3})); }
+};
+
+std::string forward_error(const EncoderOptions& o, NormPosition norm) {
+  EncoderOptions with = o;
+  with.norm = norm;
+  Rng rng(9);
+  Encoder model(with, rng);
+  Batch batch = make_batch(rng, with);
+  try {
+    model.forward({batch.cat, batch.col}, batch.b, batch.t);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("layers: an error inside a slot names the module path and the layer, once") {
+  register_layer("test_matmul_bug_ffn", LayerKind::feed_forward,
+                 [](LayerOptions&) { return std::make_shared<MatmulBugFfn>(); });
+  register_layer("test_shape_bug_ffn", LayerKind::feed_forward,
+                 [](LayerOptions&) { return std::make_shared<ShapeBugFfn>(); });
+  EncoderOptions o = tiny_options();
+  for (NormPosition norm : {NormPosition::pre, NormPosition::post}) {
+    o.ffn_layer = {"test_matmul_bug_ffn", {}};
+    const std::string matmul_error = forward_error(o, norm);
+    CHECK(matmul_error.starts_with("encoder.layers.0.ffn (test_matmul_bug_ffn): matmul: "));
+    CHECK(matmul_error.find("(test_matmul_bug_ffn)", 30) == std::string::npos);  // once
+    CHECK(matmul_error.find("encoder.layers", 1) == std::string::npos);
+    o.ffn_layer = {"test_shape_bug_ffn", {}};
+    CHECK(forward_error(o, norm) ==
+          "encoder.layers.0.ffn (test_shape_bug_ffn): returned an output of shape [2, 5, 3], "
+          "but the ffn slot's contract is the input's shape [2, 5, 8]");
+  }
+  unregister_layer("test_matmul_bug_ffn");
+  unregister_layer("test_shape_bug_ffn");
+}
+
+TEST_CASE("layers: LayerError::within puts the parent in front of the path") {
+  const LayerError e("attn", "talking_heads_attention", "matmul: inner dims differ");
+  CHECK(std::string(e.what()) == "attn (talking_heads_attention): matmul: inner dims differ");
+  const LayerError outer = e.within("encoder.layers.3");
+  CHECK(std::string(outer.what()) ==
+        "encoder.layers.3.attn (talking_heads_attention): matmul: inner dims differ");
+  CHECK(outer.message() == "matmul: inner dims differ");
 }

@@ -233,8 +233,8 @@ TEST_CASE("hooks: an attention layer that returns no weights when asked is one l
   const Ids x = ids(o);
   CHECK_NOTHROW(x.run(model));
   CHECK_THROWS_WITH_AS(x.run(model, true),
-                       doctest::Contains("encoder_layer: attention layer "
-                                         "'test_weightless_attention' returned no weights"),
+                       doctest::Contains("encoder.layers.0.attn (test_weightless_attention): "
+                                         "returned no weights though they were asked for"),
                        Error);
   unregister_layer("test_weightless_attention");
 }

@@ -228,3 +228,19 @@ TEST_CASE("plugins: analyze refuses an attention layer without hook points in on
                 "through blocks.0.attn.hook_pattern and blocks.0.attn.hook_z");
   CHECK(!fs::exists(run / "heads.json"));
 }
+
+TEST_CASE("plugins: train --dry-run runs the model and refuses a layer with a shape bug") {
+  TempDir tmp("plugins-shape-bug");
+  const fs::path plugin = fs::path(HEADLAB_TEST_PLUGIN_DIR) / "libheadlab_shape_bug.so";
+  const std::string tiny = (source_dir() / "configs" / "tiny.toml").string();
+  const fs::path run = tmp / "run";
+  check_refused(cli({"train", tiny, "--out", run.string(), "--plugin", plugin.string(), "--set",
+                     "model.ffn_layer=shape_bug_ffn", "--dry-run"}),
+                "encoder.layers.0.ffn (shape_bug_ffn): returned an output of shape ");
+  CHECK(!fs::exists(run));
+  // The same config with the built-in layer passes the trial and says what it would write.
+  const RunResult ok = cli({"train", tiny, "--out", run.string(), "--dry-run"});
+  CHECK_MESSAGE(ok.exit_code == 0, ok.describe());
+  CHECK(ok.out.find("would write: ") != std::string::npos);
+  CHECK(!fs::exists(run));
+}

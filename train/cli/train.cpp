@@ -4,8 +4,9 @@
 //
 // Every user mistake (bad option, unreadable or invalid config, a run directory that holds a run
 // or someone else's files, a checkpoint that does not fit) is found before the first step and
-// before anything is printed, so main() reports it as the only stderr line. --dry-run stops
-// right there and says what the run would be.
+// before anything is printed, so main() reports it as the only stderr line. --dry-run then runs
+// the model once (forward and backward on two sentences: a broken layer names itself), stops
+// and says what the run would be.
 //
 // Under `mpirun -np N` every rank runs this with the same arguments: each loads the plugins and
 // the config, the ranks check that their configs and builds (plugins included) agree, rank 0
@@ -233,7 +234,12 @@ int run_train(const TrainArgs& a) {
   const fs::path out = out_dir(a);
   RunDirPlan plan{};
   std::unique_ptr<Trainer> trainer = prepare(a, plan);
-  if (a.dry_run) return speaks_for_job() ? print_dry_run(a, *trainer, plan) : kOk;
+  if (a.dry_run) {
+    // After the checks, the model runs once (forward and backward, two sentences of the real
+    // shapes): a layer that fails names itself here, not at step 1 of the real run.
+    on_every_rank(comm, [&] { trainer->trial_step(2); });
+    return speaks_for_job() ? print_dry_run(a, *trainer, plan) : kOk;
+  }
   // From here on the directory is rank 0's until it exits.
   RunDirClaim claim;
   bool newer = false;
@@ -300,8 +306,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--overwrite", args.overwrite,
                 "Replace the run in the output directory (only a run directory headlab created)");
   cmd->add_flag("--dry-run", args.dry_run,
-                "Check everything, print the parameter count, memory estimate, steps and what "
-                "would be written, and exit without creating anything");
+                "Check everything, run the model once (forward and backward on two sentences), "
+                "print the parameter count, memory estimate, steps and what would be written, "
+                "and exit without creating anything");
   cmd->add_flag("--no-progress", args.no_progress,
                 "Plain log lines instead of a progress bar (the default when stderr is not a "
                 "terminal)");

@@ -4,6 +4,7 @@
 
 #include "train/run/step.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -85,6 +86,21 @@ StepMetrics TrainStep::operator()(int64_t step) {
   optimizer_->step();
   optimizer_->zero_grad();
   return m;
+}
+
+void TrainStep::trial(int64_t sentences) {
+  const TrainConfig& t = model_.config().train;
+  Batch batch;
+  model_.task().generate_sentences(static_cast<uint64_t>(t.seed), 0, 0,
+                                   std::max<int64_t>(1, std::min(sentences, t.batch_size)), batch);
+  Encoder& encoder = model_.encoder();
+  encoder.dropout_rng().set_position(0, 0);
+  std::vector<std::span<const int32_t>> features;
+  batch.feature_spans(features);
+  EncoderOutput out = encoder.forward(features, batch.batch_size, batch.seq_len);
+  Var loss = cross_entropy(out.logits, batch.labels, kIgnoreIndex);
+  loss.backward();
+  optimizer_->zero_grad();
 }
 
 Var TrainStep::micro_batch_loss(int64_t step, int64_t a) {

@@ -73,6 +73,12 @@ class TrainStep {
   StepMetrics operator()(int64_t step);
 
   Optimizer& optimizer() { return *optimizer_; }
+  // train --dry-run's trial: one forward and backward of the model on the first `sentences`
+  // sentences of update 1 (the real shapes: every feature, the task's sequence length), then
+  // the gradients zeroed again. Nothing else changes (parameters, optimizer, step). A layer
+  // that fails or breaks a slot's contract throws here, naming itself (LayerError,
+  // layers/encoder_layer.h).
+  void trial(int64_t sentences);
   // Seconds the last step spent reducing gradients over its micro-batches and ranks.
   double last_reduce_seconds() const;
 

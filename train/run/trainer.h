@@ -101,6 +101,8 @@ class Trainer {
   Encoder& model() { return model_.encoder(); }
   const Task& task() const { return model_.task(); }
   Optimizer& optimizer() { return train_step_.optimizer(); }
+  // train --dry-run: one forward and backward on a sentence or two (TrainStep::trial).
+  void trial_step(int64_t sentences = 2) { train_step_.trial(sentences); }
 
  private:
   struct Session;  // timing of one run() call
