@@ -283,6 +283,33 @@ TEST_CASE("train: config --set takes values as people type them") {
   CHECK(parse_config(text, "resolved.toml").model.norm == "post");
 }
 
+TEST_CASE("train: config --set of a whole options table or of another layer replaces the table") {
+  using V = std::vector<std::string>;
+  const std::string file = kTask + "[model.norm_options]\neps = 1e-3\n";
+  CHECK(parse_config(file, "t.toml").model.norm_options.contains("eps"));
+  // Switching the slot's layer drops the file's table (it was layer_norm's); keeping it does not.
+  CHECK(parse_config(file, "t.toml", V{"model.norm_layer=rms_norm"}).model.norm_options.empty());
+  CHECK(parse_config(file, "t.toml", V{"model.norm_layer=layer_norm"})
+            .model.norm_options.contains("eps"));
+  const Config switched =
+      parse_config(file, "t.toml", V{"model.norm_layer=rms_norm", "model.norm_options.eps=1e-5"});
+  REQUIRE(switched.model.norm_options.size() == 1);
+  CHECK(format_value(*switched.model.norm_options.find("eps")) == "1e-05");
+  // The whole table: {} clears it, an inline table replaces it, and later single options apply
+  // on top.
+  CHECK(parse_config(file, "t.toml", V{"model.norm_options={}"}).model.norm_options.empty());
+  const Config replaced = parse_config(file, "t.toml", V{"model.norm_options={eps=1e-4}"});
+  REQUIRE(replaced.model.norm_options.size() == 1);
+  CHECK(format_value(*replaced.model.norm_options.find("eps")) == "0.0001");
+  CHECK(replaced.where("model.norm_options") == "--set model.norm_options={eps=1e-4}");
+  const Config both =
+      parse_config(file, "t.toml", V{"model.norm_options={}", "model.norm_options.eps=2e-3"});
+  CHECK(format_value(*both.model.norm_options.find("eps")) == "0.002");
+  CHECK_HAS(error_of(file, V{"model.norm_options=1"}),
+            "--set model.norm_options=1: model.norm_options is a table of layer options: give an "
+            "inline table");
+}
+
 TEST_CASE("train: config resolved TOML round-trips with the same hash") {
   const Config c = parse_config(
       kTask + "[model]\nheads = 2\nnorm = \"post\"\n[model.norm_options]\neps = 1e-6\n", "t.toml",

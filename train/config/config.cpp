@@ -173,9 +173,7 @@ void check_override_key(const Override& o) {
     fail("{}: unknown key {}{}", o.where, o.key,
          hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
   }
-  if (find_option_table(o.key))
-    fail("{}: {} is a table of layer options; set one option (e.g. --set {}.eps=1e-6)", o.where,
-         o.key, o.key);
+  if (find_option_table(o.key)) return;  // the whole table, replaced (an inline table)
   unknown_key(o.where, table, leaf);
 }
 
@@ -212,13 +210,33 @@ OptionValue layer_option(const std::string& table, const std::string& key, const
   return to_option_value(node, source);
 }
 
+// Each slot's layer name as the file gives it (or the default), before the overrides: a --set
+// that switches the layer drops the file's options table, which was the old layer's.
+std::map<std::string, std::string> file_layer_names(const Collected& collected) {
+  std::map<std::string, std::string> names;
+  const Config defaults;
+  for (const auto& spec : option_tables()) {
+    const KeySpec* key = find_key(spec.layer_key);
+    names[spec.key] = std::get<std::string>(key->get(defaults));
+    for (const Entry& e : collected.entries)
+      if (e.spec == key)
+        if (auto name = e.node->value<std::string>()) names[spec.key] = *name;
+  }
+  return names;
+}
+
 // Builds the options of each slot from the file's table and the overrides into it, ordered by
-// name.
+// name. The file's table counts only while the slot keeps the file's layer; an override of the
+// whole table (--set model.norm_options={eps=1e-6}, or {} to clear it) replaces what came
+// before it, and one option (--set model.norm_options.eps=1e-6) is set on top, in order.
 void resolve_option_tables(const Collected& collected, const std::vector<Override>& overrides,
-                           Config& config) {
+                           const std::map<std::string, std::string>& file_layers, Config& config) {
   for (const auto& spec : option_tables()) {
     OptionMap options;
-    if (auto it = collected.option_tables.find(spec.key); it != collected.option_tables.end()) {
+    const std::string layer = std::get<std::string>(find_key(spec.layer_key)->get(config));
+    const bool same_layer = file_layers.at(spec.key) == layer;
+    if (auto it = collected.option_tables.find(spec.key);
+        same_layer && it != collected.option_tables.end()) {
       for (auto&& [k, node] : *it->second) {
         OptionValue v = layer_option(spec.key, std::string(k.str()), node, config.source);
         v.key_where = position(k.source(), config.source);
@@ -227,6 +245,23 @@ void resolve_option_tables(const Collected& collected, const std::vector<Overrid
       config.origins[spec.key] = collected.option_origins.at(spec.key);
     }
     for (const auto& o : overrides) {
+      if (o.key == spec.key) {
+        const toml::table* table = o.holder.get("value")->as_table();
+        if (!table)
+          fail(
+              "{}: {} is a table of layer options: give an inline table (--set {}={{}} clears "
+              "it) or set one option (e.g. --set {}.eps=1e-6)",
+              o.where, o.key, o.key, o.key);
+        options = OptionMap();
+        for (auto&& [k, node] : *table) {
+          OptionValue v = layer_option(spec.key, std::string(k.str()), node, config.source);
+          v.where.clear();
+          options.set(std::string(k.str()), std::move(v));
+          config.origins[o.key + "." + std::string(k.str())] = o.where;
+        }
+        config.origins[spec.key] = o.where;
+        continue;
+      }
       if (!o.key.starts_with(spec.key + ".")) continue;
       const std::string option = o.key.substr(spec.key.size() + 1);
       OptionValue v = layer_option(spec.key, option, *o.holder.get("value"), config.source);
@@ -319,6 +354,7 @@ Config resolve(toml::table& root, std::string_view source,
   Config config;
   config.source = std::string(source);
   for (const Override& o : overrides) config.overrides.push_back(o.where);
+  const std::map<std::string, std::string> file_layers = file_layer_names(collected);
   std::vector<Entry>& entries = collected.entries;
   for (const auto& o : overrides) {
     const KeySpec* spec = find_key(o.key);
@@ -337,7 +373,7 @@ Config resolve(toml::table& root, std::string_view source,
     config.origins[e.spec->key] = e.where;
     if (e.spec->key == "runtime.plugins") resolve_plugins(config, load_plugin);
   }
-  resolve_option_tables(collected, overrides, config);
+  resolve_option_tables(collected, overrides, file_layers, config);
   for (const auto& spec : config_keys())
     if (spec.required && !config.origins.contains(spec.key))
       fail("{}: {} is required (e.g. name = \"dependency\" under [task]); expected {}", source,
