@@ -16,6 +16,7 @@
 #   P/<libdir>/cmake/headlab/              headlabConfig.cmake, its version file and targets:
 #                                          find_package(headlab 0.2 CONFIG REQUIRED)
 #   P/<libdir>/pkgconfig/headlab.pc        relocatable (prefix from ${pcfiledir})
+#   P/share/headlab/examples/              examples/custom_layer and examples/plugin
 # headlab::headlab carries both P/include and P/include/headlab as include directories:
 # consumers write <headlab/layers/module.h>, and the headers keep including each other as
 # "core/tensor.h", unchanged from the source (so a plugin sees exactly the headers the library
@@ -117,6 +118,11 @@ add_custom_target(headlab_headers_fingerprint
 target_include_directories(headlab_train_plugins PUBLIC $<BUILD_INTERFACE:${headlab_public_generated}>)
 add_dependencies(headlab_train_plugins headlab_headers_fingerprint)
 install(FILES ${headlab_fingerprint_header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/headlab)
+
+# The example projects (examples/custom_layer, examples/plugin), to copy and build against the
+# installed package; their CTest drivers (ctest_run.cmake) stay in the source tree.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/headlab/examples
+  PATTERN ctest_run.cmake EXCLUDE)
 
 set(headlab_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/headlab)
 install(EXPORT headlabTargets NAMESPACE headlab:: DESTINATION ${headlab_cmake_dir})

@@ -14,7 +14,9 @@ file(REMOVE_RECURSE ${PREFIX})
 run(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
 
 foreach(path bin/headlab include/headlab/layers/module.h include/headlab/core/version.h
-    include/headlab/train/plugins/plugin.h include/headlab/train/plugins/loader.h)
+    include/headlab/train/plugins/plugin.h include/headlab/train/plugins/loader.h
+    include/headlab/headlab_headers_fingerprint.h share/headlab/examples/plugin/CMakeLists.txt
+    share/headlab/examples/plugin/plugin.toml share/headlab/examples/custom_layer/CMakeLists.txt)
   if(NOT EXISTS ${PREFIX}/${path})
     message(FATAL_ERROR "not installed: ${PREFIX}/${path}")
   endif()
@@ -27,6 +29,9 @@ list(LENGTH configs n_configs)
 if(NOT n_libs EQUAL 1 OR NOT n_configs EQUAL 3)
   message(FATAL_ERROR "expected libheadlab.so, headlabConfig.cmake, its version file and "
                       "headlab.pc under ${PREFIX}/lib*, found: ${libs} ${configs}")
+endif()
+if(EXISTS ${PREFIX}/share/headlab/examples/plugin/ctest_run.cmake)
+  message(FATAL_ERROR "installed a CTest driver: share/headlab/examples/plugin/ctest_run.cmake")
 endif()
 foreach(private core/kernels/onednn_cache.h train/config/toml_values.h train/cli/commands.h)
   if(EXISTS ${PREFIX}/include/headlab/${private})
