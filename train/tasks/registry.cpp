@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "train/tasks/conllu.h"
 #include "train/tasks/dependency.h"
 
 namespace headlab {
@@ -19,7 +20,8 @@ using Registry = std::map<std::string, TaskKind, std::less<>>;
 
 // Built-ins are listed here rather than registered statically, as in layers/registry.cpp.
 Registry& registry() {
-  static Registry r = {{"dependency", {make_dependency_task, true}}};
+  static Registry r = {{"dependency", {make_dependency_task, true}},
+                       {"conllu", {make_conllu_task, true}}};
   return r;
 }
 
