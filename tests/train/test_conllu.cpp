@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,4 +158,38 @@ TEST_CASE("train: headlab train on the CoNLL-U sample names the treebank's relat
   html << report.rdbuf();
   CHECK(html.str().find("nsubj") != std::string::npos);
   fs::remove_all(out);
+}
+
+TEST_CASE("train: run.json records the data files and eval refuses a changed one") {
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("headlab-conllu-data-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"sample.toml", "sample-train.conllu", "sample-dev.conllu"})
+    fs::copy_file(fs::path(HEADLAB_SOURCE_DIR) / "examples/data" / f, dir / f);
+  auto run = [&](const std::string& args) {
+    const std::string cmd = fmt::format("cd '{}' && '{}' {} >/dev/null 2>err.txt </dev/null",
+                                        dir.string(), HEADLAB_CLI, args);
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  REQUIRE(run("train sample.toml --out run --quiet --no-analysis --set train.steps=4 "
+              "--set train.eval_every=0 --set schedule.warmup_steps=1") == 0);
+  std::ifstream in(dir / "run" / "run.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  REQUIRE(doc["data_files"].size() == 2);
+  CHECK(doc["data_files"][0]["key"] == "task.train_file");
+  CHECK(doc["data_files"][0]["path"] == fs::canonical(dir / "sample-train.conllu").string());
+  CHECK(doc["data_files"][0]["bytes"] == fs::file_size(dir / "sample-train.conllu"));
+  CHECK(doc["data_files"][0]["sha256"].get<std::string>().size() == 64);
+  CHECK(run("eval run") == 0);
+  std::ofstream(dir / "sample-train.conllu", std::ios::app) << "# one more comment\n";
+  CHECK(run("eval run") == 2);
+  std::ifstream err(dir / "err.txt");
+  std::stringstream text;
+  text << err.rdbuf();
+  CHECK(text.str().find("task.train_file '") != std::string::npos);
+  CHECK(text.str().find("has changed since the run was trained (sha256 ") != std::string::npos);
+  CHECK(std::count(text.str().begin(), text.str().end(), '\n') == 1);
+  fs::remove_all(dir);
 }
