@@ -188,8 +188,9 @@ TEST_CASE("train: run.json records the data files and eval refuses a changed one
   std::ifstream err(dir / "err.txt");
   std::stringstream text;
   text << err.rdbuf();
-  CHECK(text.str().find("task.train_file '") != std::string::npos);
-  CHECK(text.str().find("has changed since the run was trained (sha256 ") != std::string::npos);
-  CHECK(std::count(text.str().begin(), text.str().end(), '\n') == 1);
+  const std::string message = text.str();
+  CHECK(message.find("task.train_file '") != std::string::npos);
+  CHECK(message.find("has changed since the run was trained (sha256 ") != std::string::npos);
+  CHECK(std::count(message.begin(), message.end(), '\n') == 1);
   fs::remove_all(dir);
 }
