@@ -43,7 +43,9 @@ TypedValue TaskOptions::get(const std::string& key, TypedValue fallback, const O
   }
   const std::string dotted = "task." + key;
   TypedValue value = convert_option(dotted, spec, *given);
-  check_option(dotted, spec, value, given->where);
+  // The default is always accepted, so that a resolved config reads back even where the default
+  // stands for "none" outside the spec (the conllu task's eval_file = "").
+  if (value != fallback) check_option(dotted, spec, value, given->where);
   OptionValue kept = option_value(value);  // as converted: 2 given for a number reads 2.0
   kept.where = given->where;
   kept.key_where = given->key_where;
