@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "layers/options.h"
+#include "train/config/config.h"
 #include "train/tasks/conllu.h"
 #include "train/tasks/conllu_reader.h"
 #include "train/tasks/registry.h"
@@ -193,4 +194,14 @@ TEST_CASE("train: run.json records the data files and eval refuses a changed one
   CHECK(message.find("has changed since the run was trained (sha256 ") != std::string::npos);
   CHECK(std::count(message.begin(), message.end(), '\n') == 1);
   fs::remove_all(dir);
+}
+
+TEST_CASE("train: a conllu config without an eval file reads back from its resolved form") {
+  const fs::path dir = fs::path(HEADLAB_SOURCE_DIR) / "examples/data";
+  const Config c = parse_config("[task]\nname = \"conllu\"\ntrain_file = \"sample-train.conllu\"\n",
+                                (dir / "t.toml").string());
+  CHECK(c.task.options.find("train_file")->get_if<std::string>()->starts_with("/"));
+  CHECK(*c.task.options.find("eval_file")->get_if<std::string>() == "");
+  const Config again = parse_config(to_toml(c), "resolved.toml");
+  CHECK(to_toml(again) == to_toml(c));
 }
