@@ -27,8 +27,9 @@ declare -A seeds=(
   [config]="tests/hostile/config configs fuzz/seeds/config"
   [safetensors]="tests/hostile/safetensors fuzz/seeds/safetensors"
   [checkpoint]="fuzz/seeds/checkpoint"
+  [conllu]="tests/hostile/conllu examples/data"
 )
-declare -A max_len=([config]=16384 [safetensors]=8192 [checkpoint]=8192)
+declare -A max_len=([config]=16384 [safetensors]=8192 [checkpoint]=8192 [conllu]=16384)
 status=0
 for t in "${targets[@]}"; do
   [[ -n "${seeds[$t]:-}" ]] || { echo "fuzz.sh: unknown target '$t'" >&2; exit 2; }

@@ -71,9 +71,9 @@ TEST_CASE("train: make_task builds the configured task and names unknown ones") 
   CHECK(task->features()[0].vocab == 1 + 16 * 3);
   CHECK_THROWS_WITH_AS(make_task(dependency({{"colours", 0}})),
                        "task.colours = 0 is out of range: expected an integer in [2, 64]", Error);
-  CHECK_THROWS_WITH_AS(make_task({"parity", {}}),
-                       doctest::Contains("task.name = \"parity\" is not one of \"dependency\""),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      make_task({"parity", {}}),
+      doctest::Contains("task.name = \"parity\" is not one of \"conllu\", \"dependency\""), Error);
 }
 
 TEST_CASE("train: a task reads its own keys: types, unknown keys, defaults in reading order") {
@@ -106,7 +106,7 @@ TEST_CASE("train: a task registered outside the library is selected by its confi
   CHECK(has_task("test_copy"));
   const auto all = registered_tasks();
   CHECK(std::find(all.begin(), all.end(), "test_copy") != all.end());
-  CHECK(builtin_tasks() == std::vector<std::string>{"dependency"});
+  CHECK(builtin_tasks() == std::vector<std::string>{"conllu", "dependency"});
   const Config c = parse_config("[task]\nname = \"test_copy\"\nvocab = 5\n", "t.toml");
   CHECK(to_toml(c).find("[task]\nname = \"test_copy\"\nvocab = 5\n") != std::string::npos);
   const auto task = make_task(c.task);

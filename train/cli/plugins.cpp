@@ -44,6 +44,7 @@ void load_plugin_flags(const std::vector<std::string>& plugins) {
 }
 
 void load_run_plugins(const fs::path& run_dir) {
+  check_run_data_files(run_dir);  // the task's data files too (run_json.h)
   for (const PluginRecord& p : read_run_plugins(run_dir)) {
     try {
       load_plugin(p.path, p.sha256);

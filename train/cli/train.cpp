@@ -226,6 +226,7 @@ void open_run_files(const TrainArgs& a, const Trainer& trainer, const fs::path& 
                                shell_command(command_line())));
   record_session_start(out, command_line(), trainer.step());
   record_run_plugins(out);
+  record_run_data_files(out, trainer.config());
 }
 
 int run_train(const TrainArgs& a) {

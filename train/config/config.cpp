@@ -332,6 +332,20 @@ void resolve_task(const Collected& collected, const std::vector<Override>& overr
     config.origins[o.key] = o.where;
   }
   if (!has_task(task.name)) fail_unknown_task(task.name, config.where("task.name"));
+  // A task's data files (keys named *_file, as the conllu task's train_file) are relative to the
+  // config file's folder (to the current directory in a --set), as runtime.plugins; the config
+  // keeps them absolute.
+  std::vector<std::pair<std::string, OptionValue>> files;
+  for (const auto& [key, value] : task.options) {
+    const std::string* given = std::get_if<std::string>(&value.data);
+    if (!key.ends_with("_file") || !given || given->empty()) continue;
+    const fs::path base =
+        value.where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
+    OptionValue absolute = value;
+    absolute.data = absolute_normal_path(base / *given).string();
+    files.emplace_back(key, std::move(absolute));
+  }
+  for (auto& [key, value] : files) task.options.set(key, std::move(value));
   TaskBuild b = build_task(task);
   if (!b.unknown.empty()) {
     const OptionValue& v = *task.options.find(b.unknown[0]);

@@ -12,8 +12,10 @@
 #include "core/threads.h"
 #include "core/version.h"
 #include "headlab_build_info.h"
+#include "train/config/config.h"
 #include "train/io/files.h"
 #include "train/io/json.h"
+#include "train/io/sha256.h"
 #include "train/run/checkpoint.h"
 
 namespace headlab {
@@ -199,6 +201,57 @@ void write_run_plugins(const fs::path& run_dir, const std::vector<PluginRecord>&
   for (const PluginRecord& p : plugins) list.push_back({{"path", p.path}, {"sha256", p.sha256}});
   doc["plugins"] = std::move(list);
   write_run_json(run_dir, std::move(doc));
+}
+
+std::vector<DataFileRecord> measure_data_files(const Config& config) {
+  std::vector<DataFileRecord> out;
+  for (const auto& [key, value] : config.task.options) {
+    const std::string* path = value.get_if<std::string>();
+    if (!key.ends_with("_file") || !path || path->empty()) continue;
+    DataFileRecord r{"task." + key, *path, 0, ""};
+    std::error_code error;
+    r.bytes = fs::file_size(*path, error);
+    if (error) fail("task.{}: cannot read '{}': {}", key, *path, error.message());
+    r.sha256 = sha256_file(*path);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void record_run_data_files(const fs::path& run_dir, const Config& config) {
+  json list = json::array();
+  for (const DataFileRecord& r : measure_data_files(config))
+    list.push_back({{"key", r.key}, {"path", r.path}, {"bytes", r.bytes}, {"sha256", r.sha256}});
+  json doc = read_run_json(run_dir);
+  if (list.empty() && !doc.contains("data_files")) return;
+  doc["data_files"] = std::move(list);
+  write_run_json(run_dir, std::move(doc));
+}
+
+void check_run_data_files(const fs::path& run_dir) {
+  const json doc = read_run_json(run_dir);
+  const auto it = doc.find("data_files");
+  if (it == doc.end()) return;
+  const std::string name = run_json_path(run_dir).string();
+  if (!it->is_array()) fail("{}: data_files is {} but expected an array", name, type_article(*it));
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& f = (*it)[i];
+    const std::string at = fmt::format("data_files[{}].", i);
+    if (!f.is_object())
+      fail("{}: data_files[{}] is {} but expected an object", name, i, type_article(f));
+    const auto key = member(f, "key", &json::is_string, "a string", name, at).get<std::string>();
+    const auto path = member(f, "path", &json::is_string, "a string", name, at).get<std::string>();
+    const auto then =
+        member(f, "sha256", &json::is_string, "a string", name, at).get<std::string>();
+    std::error_code error;
+    if (!fs::is_regular_file(path, error))
+      fail("{}: {} '{}' is missing or not a regular file (sha256 {} when the run was trained)",
+           name, key, path, then);
+    const std::string now = sha256_file(path);
+    if (now != then)
+      fail("{}: {} '{}' has changed since the run was trained (sha256 {} then, {} now)", name, key,
+           path, then, now);
+  }
 }
 
 }  // namespace headlab

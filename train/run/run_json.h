@@ -19,6 +19,10 @@
 // `headlab eval`, `analyze` and `train --resume` load them again without flags, and refuse a
 // plugin that is missing or has changed (train/plugins/loader.h).
 //
+// data_files: [{"key": "task.train_file", "path": "/abs/train.conllu", "bytes": N, "sha256": ...}]:
+// every data file of the task (its *_file keys, absolute in a loaded config), so that `eval`,
+// `analyze` and `train --resume` refuse a file that has changed since (check_run_data_files).
+//
 // Keys this version does not know (a newer headlab's, distributed ranks, ...) are kept as they
 // are when a session rewrites the file. summary.json points here ("run_json": "run.json").
 
@@ -76,5 +80,23 @@ std::vector<PluginRecord> read_run_plugins(const std::filesystem::path& run_dir)
 // Replaces run.json's "plugins", keeping every other key.
 void write_run_plugins(const std::filesystem::path& run_dir,
                        const std::vector<PluginRecord>& plugins);
+
+// ---- The data files of a run (docs/data.md).
+struct Config;
+struct DataFileRecord {
+  std::string key;  // "task.train_file"
+  std::string path;
+  uint64_t bytes = 0;
+  std::string sha256;
+};
+// The task's data files of `config` (its string options named *_file, non-empty), measured now.
+// Throws naming the key when one cannot be read.
+std::vector<DataFileRecord> measure_data_files(const Config& config);
+// Replaces run.json's "data_files" with measure_data_files(config), keeping every other key.
+void record_run_data_files(const std::filesystem::path& run_dir, const Config& config);
+// Throws one line when a data file run.json records is missing or differs in size or SHA-256:
+// "<run.json>: task.train_file '/abs/x.conllu' has changed since the run was trained (sha256
+// <then>, now <now>)". Nothing to check without a run.json or its "data_files".
+void check_run_data_files(const std::filesystem::path& run_dir);
 
 }  // namespace headlab

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "train/tasks/conllu.h"
 #include "train/tasks/dependency.h"
 
 namespace headlab {
@@ -19,7 +20,8 @@ using Registry = std::map<std::string, TaskKind, std::less<>>;
 
 // Built-ins are listed here rather than registered statically, as in layers/registry.cpp.
 Registry& registry() {
-  static Registry r = {{"dependency", {make_dependency_task, true}}};
+  static Registry r = {{"dependency", {make_dependency_task, true}},
+                       {"conllu", {make_conllu_task, true}}};
   return r;
 }
 
@@ -41,7 +43,9 @@ TypedValue TaskOptions::get(const std::string& key, TypedValue fallback, const O
   }
   const std::string dotted = "task." + key;
   TypedValue value = convert_option(dotted, spec, *given);
-  check_option(dotted, spec, value, given->where);
+  // The default is always accepted, so that a resolved config reads back even where the default
+  // stands for "none" outside the spec (the conllu task's eval_file = "").
+  if (value != fallback) check_option(dotted, spec, value, given->where);
   OptionValue kept = option_value(value);  // as converted: 2 given for a number reads 2.0
   kept.where = given->where;
   kept.key_where = given->key_where;
