@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(config safetensors checkpoint)
+((${#targets[@]})) || targets=(config safetensors checkpoint conllu)
 
 supp="$PWD/scripts/sanitize"
 export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
