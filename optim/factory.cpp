@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "optim/adam.h"
+#include "optim/registry.h"
 #include "optim/sgd.h"
 
 namespace headlab {
@@ -30,7 +31,16 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, Named
                                             .momentum = options.momentum,
                                             .nesterov = options.nesterov,
                                             .weight_decay = options.weight_decay});
-  fail("optimizer: name is \"{}\" but expected one of: adam, adamw, sgd", name);
+  if (const OptimizerFactory* factory = find_optimizer_factory(name)) {
+    if (options.momentum != 0.0 || options.nesterov)
+      fail("optimizer: momentum and nesterov apply to sgd only, but the optimizer is \"{}\"", name);
+    std::unique_ptr<Optimizer> optimizer = (*factory)(options, std::move(params));
+    if (!optimizer) fail("optimizer: the factory registered as \"{}\" returned null", name);
+    return optimizer;
+  }
+  std::string known;
+  for (const std::string& n : registered_optimizers()) known += (known.empty() ? "" : ", ") + n;
+  fail("optimizer: name is \"{}\" but expected one of: {}", name, known);
 }
 
 Schedule make_schedule(const ScheduleOptions& options, double lr) {
