@@ -4,6 +4,7 @@
 
 #include "autograd/derivatives.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/grad.h"
@@ -47,6 +48,23 @@ void linear_forward(const float* x, float* y, int64_t n, float p) {
 float sigmoid_of(float x) {
   const float e = std::exp(-std::abs(x));
   return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
+// GELU's tanh form: 0.5 x (1 + t), t = tanh(u), u = c (x + a x^3); its derivative
+// 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2).
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+float gelu_tanh_of(float x) {
+  return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + kGeluA * x * x * x)));
+}
+float gelu_tanh_derivative(float x) {
+  const float t = std::tanh(kGeluC * (x + kGeluA * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * x * x);
+}
+
+// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): e^-|x| never overflows.
+float softplus_of(float x) {
+  return std::max(x, 0.0f) + std::log1p(std::exp(-std::abs(x)));
 }
 
 void finite_exponent(const char* op, float p) {
