@@ -104,3 +104,34 @@ TEST_CASE("autograd: cumsum runs along its dim and its gradient runs back") {
   CHECK(cumsum(x, -1).value().to_vector() ==
         std::vector<float>{0, 1, 2, 5, 4, 9, 6, 13, 8, 17, 10, 21});
 }
+
+TEST_CASE("autograd: binary ops broadcast as NumPy does and sum the gradient back") {
+  // a [2, 3, 1] over b [2, 1, 4] -> [2, 3, 4]: out[i, j, k] = a[i, j] + b[i, k].
+  const Var a = iota({2, 3, 1});
+  Var b(Tensor::from({2, 1, 4}, {0, 10, 20, 30, 40, 50, 60, 70}), true);
+  const Var y = add(a, b);
+  CHECK(y.shape() == Shape{2, 3, 4});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k)
+        CHECK(y.value()[(i * 3 + j) * 4 + k] == a.value()[i * 3 + j] + b.value()[i * 4 + k]);
+  sum(mul(y, y)).backward();  // d/da = sum_k 2 y, d/db = sum_j 2 y
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      float s = 0;
+      for (int k = 0; k < 4; ++k) s += 2 * y.value()[(i * 3 + j) * 4 + k];
+      CHECK(a.grad()[i * 3 + j] == doctest::Approx(s));
+    }
+    for (int k = 0; k < 4; ++k) {
+      float s = 0;
+      for (int j = 0; j < 3; ++j) s += 2 * y.value()[(i * 3 + j) * 4 + k];
+      CHECK(b.grad()[i * 4 + k] == doctest::Approx(s));
+    }
+  }
+  // [B, T, 1] over [B, T, D], the case a suffix rule refused, and a over a larger b.
+  Var x = iota({2, 3, 4});
+  Var w(Tensor::from({2, 3, 1}, {1, 2, 3, 4, 5, 6}), true);
+  CHECK(mul(x, w).value()[5] == 5.0f * 2.0f);
+  CHECK(sub(Var(Tensor::from({4}, {1, 1, 1, 1}), true), x).shape() == Shape{2, 3, 4});
+  CHECK(div(x, w).value()[23] == doctest::Approx(23.0f / 6.0f));
+}
