@@ -24,8 +24,11 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 Var batched_matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 
 // ---- element-wise (ops_elementwise.cpp; rows of autograd/derivatives.inc, but dropout) ----
-// Binary ops broadcast b over a when b's shape is a suffix of a's (a bias row [D] over
-// [B, T, D], positions [T, D] over [B, T, D]); otherwise shapes must be equal.
+// Binary ops broadcast as NumPy does: dims aligned from the back, each pair equal or one of
+// them 1 ([B, T, 1] over [B, T, D], [B, 1, S] with [T, 1]); else they throw naming both shapes.
+// When b's shape is a suffix of a's (a bias row [D], positions [T, D] over [B, T, D]) b is read
+// in place; otherwise both are first repeated to the joint shape. Gradients are summed over the
+// repeats.
 
 Var add(const Var& a, const Var& b);
 Var sub(const Var& a, const Var& b);
