@@ -86,8 +86,11 @@ std::span<const BinaryRule* const> binary_rules();
 // The op of a row: checks x is defined and p (rule.check), runs the forward, and records the
 // backward when x requires a gradient. y has x's shape. Throws headlab::Error naming the op.
 Var apply(const UnaryRule& rule, const Var& x, float p = 0.0f);
-// The same for a binary op: b's shape equals a's or is a suffix of it (else throws naming the
-// op and both shapes); the output has a's shape.
+// The same for a binary op, with NumPy broadcasting: when b's shape is a suffix of a's (or equal)
+// the rule runs on a and b directly (the output has a's shape); otherwise both are first
+// repeated to their broadcast shape (dims aligned from the back, each pair equal or one of them
+// 1; else throws naming the op and both shapes), each repeat a tape entry whose backward sums
+// the gradient over the repeated dims.
 Var apply(const BinaryRule& rule, const Var& a, const Var& b);
 
 }  // namespace headlab

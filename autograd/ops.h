@@ -24,8 +24,11 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 Var batched_matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 
 // ---- element-wise (ops_elementwise.cpp; rows of autograd/derivatives.inc, but dropout) ----
-// Binary ops broadcast b over a when b's shape is a suffix of a's (a bias row [D] over
-// [B, T, D], positions [T, D] over [B, T, D]); otherwise shapes must be equal.
+// Binary ops broadcast as NumPy does: dims aligned from the back, each pair equal or one of
+// them 1 ([B, T, 1] over [B, T, D], [B, 1, S] with [T, 1]); else they throw naming both shapes.
+// When b's shape is a suffix of a's (a bias row [D], positions [T, D] over [B, T, D]) b is read
+// in place; otherwise both are first repeated to the joint shape. Gradients are summed over the
+// repeats.
 
 Var add(const Var& a, const Var& b);
 Var sub(const Var& a, const Var& b);
@@ -59,6 +62,11 @@ Var sqrt(const Var& x);  //                                         dx = g / (2 
 // x^p for a scalar p: any x for integer p, x > 0 for the others (else NaN). dx = g p x^(p-1);
 // p = 0 gives ones and a zero gradient (also at x = 0).
 Var pow(const Var& x, float p);
+// GELU's tanh form, PyTorch's gelu(approximate="tanh"): 0.5 x (1 + tanh(c (x + 0.044715 x^3)))
+// with c = sqrt(2 / pi). Within 1e-3 of the erf form (gelu).
+Var gelu_tanh(const Var& x);
+// log(1 + e^x), without overflow for large x (x + log1p(e^-x)).  dx = g sigmoid(x)
+Var softplus(const Var& x);
 // a / b, b broadcast over a as in add. Values of b near 0 give huge values and gradients.
 //   da = g / b,   db = -sum over the repeats of g a / b^2
 Var div(const Var& a, const Var& b);
@@ -74,11 +82,26 @@ Var mean(const Var& x);  // -> [1]
 Var sum(const Var& x, int dim, bool keepdim = false);
 Var mean(const Var& x, int dim, bool keepdim = false);
 Var max(const Var& x, int dim, bool keepdim = false);
+// log(sum(exp(x))) over `dim`, shaped as sum(x, dim, keepdim): computed as m + log(sum(e^(x-m)))
+// with m the slice's maximum, so large inputs do not overflow; a slice of -inf gives -inf.
+// dx = g softmax(x) along dim (0 for a slice of -inf).
+Var logsumexp(const Var& x, int dim, bool keepdim = false);
+// Running sums along `dim` (same shape): y[.., k, ..] = sum_{j <= k} x[.., j, ..]. Sums in
+// double. dx[k] = sum_{j >= k} g[j] (the reversed running sum of g).
+Var cumsum(const Var& x, int dim);
 // Same elements, new shape (same numel, else throws). The result is a view: it shares x's
 // storage.
 Var reshape(const Var& x, const Shape& shape);
 // Swaps the last two dims (copies): [.., M, N] -> [.., N, M].
 Var transpose(const Var& x);
+// Reorders the dims (copies): output dim i is input dim dims[i]; dims is a permutation of
+// 0 .. rank-1 (negative entries count from the back), else throws naming the op, the dims and
+// the shape. [B, T, h, d] with {0, 2, 1, 3} -> [B, h, T, d]. Backward applies the inverse
+// permutation to g.
+Var permute(const Var& x, std::span<const int> dims);
+inline Var permute(const Var& x, std::initializer_list<int> dims) {
+  return permute(x, std::span<const int>(dims.begin(), dims.size()));
+}
 // Joins 1 to kMaxConcat inputs along `dim` (negative counts from the back); every other dim
 // must agree: [.., n_i, ..] -> [.., sum n_i, ..]. Backward hands each input its block of g.
 inline constexpr size_t kMaxConcat = 8;

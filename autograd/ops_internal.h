@@ -14,18 +14,6 @@ inline void check_defined(const char* op, const Var& v) {
   if (!v.defined()) fail("{}: an input is undefined", op);
 }
 
-// b's shape must equal a's or be a suffix of it (b broadcast over a's leading dims: add, mul,
-// div).
-inline void check_broadcast(const char* op, const Var& a, const Var& b) {
-  const Shape& sa = a.shape();
-  const Shape& sb = b.shape();
-  bool ok = sb.rank() <= sa.rank();
-  for (int i = 1; ok && i <= sb.rank(); ++i) ok = sa[-i] == sb[-i];
-  if (!ok)
-    fail("{}: b shape {} must equal a shape {} or be a suffix of it (broadcast over leading dims)",
-         op, sb.str(), sa.str());
-}
-
 // A dimension index, negative counting from the back, as a position in [0, rank). Throws
 // naming the op and the shape when it is outside.
 inline int normalize_dim(const char* op, int dim, const Shape& shape) {

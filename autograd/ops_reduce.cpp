@@ -5,6 +5,7 @@
 //   max:  y[o, i] = x[o, k*, i]               dx[o, k, i] = g[o, i] if k = k*, else 0
 // where k* is the first index of the maximum (a NaN counts as the maximum).
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -96,6 +97,76 @@ Var max(const Var& x, int dim, bool keepdim) {
           dx[(o * a.n + k) * a.inner + i] = g[o * a.inner + i];
         }
     });
+  });
+  return out;
+}
+
+Var logsumexp(const Var& x, int dim, bool keepdim) {
+  constexpr const char* kOp = "logsumexp";
+  detail::check_defined(kOp, x);
+  const int d = detail::normalize_dim(kOp, dim, x.shape());
+  const detail::AroundDim a = detail::around_dim(x.shape(), d);
+  if (a.n == 0) fail("{}: dim {} of shape {} is empty", kOp, dim, x.shape().str());
+  Var out = make_output(kOp, reduced_shape(x.shape(), d, keepdim), {&x});
+  const float* xv = x.value().data();
+  float* yv = out.value().data();
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t i = 0; i < a.inner; ++i) {
+      const float* column = xv + o * a.n * a.inner + i;
+      float m = column[0];
+      for (int64_t k = 1; k < a.n; ++k) m = std::max(m, column[k * a.inner]);
+      if (std::isinf(m)) {  // all -inf gives -inf; a +inf gives +inf
+        yv[o * a.inner + i] = m;
+        continue;
+      }
+      double s = 0.0;
+      for (int64_t k = 0; k < a.n; ++k) s += std::exp(double(column[k * a.inner]) - m);
+      yv[o * a.inner + i] = static_cast<float>(m + std::log(s));
+    }
+
+  // dx = g e^(x - y): softmax along dim, from the output itself.
+  record(kOp, out, [x, y = out.value(), a](const Tensor& g) {
+    grad::add(x, [&](Tensor& dx) {
+      const float* xv = x.value().data();
+      for (int64_t o = 0; o < a.outer; ++o)
+        for (int64_t k = 0; k < a.n; ++k)
+          for (int64_t i = 0; i < a.inner; ++i) {
+            const int64_t j = (o * a.n + k) * a.inner + i;
+            const float yo = y[o * a.inner + i];
+            dx[j] = std::isinf(yo) && yo < 0 ? 0.0f : g[o * a.inner + i] * std::exp(xv[j] - yo);
+          }
+    });
+  });
+  return out;
+}
+
+namespace {
+
+// Running sums of x [outer, n, inner] along n, forward (reverse false) or from the back.
+void running_sum(const float* x, const detail::AroundDim& a, bool reverse, float* y) {
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t i = 0; i < a.inner; ++i) {
+      double s = 0.0;
+      for (int64_t step = 0; step < a.n; ++step) {
+        const int64_t k = reverse ? a.n - 1 - step : step;
+        const int64_t j = (o * a.n + k) * a.inner + i;
+        s += x[j];
+        y[j] = static_cast<float>(s);
+      }
+    }
+}
+
+}  // namespace
+
+Var cumsum(const Var& x, int dim) {
+  constexpr const char* kOp = "cumsum";
+  detail::check_defined(kOp, x);
+  const int d = detail::normalize_dim(kOp, dim, x.shape());
+  const detail::AroundDim a = detail::around_dim(x.shape(), d);
+  Var out = make_output(kOp, x.shape(), {&x});
+  running_sum(x.value().data(), a, false, out.value().data());
+  record(kOp, out, [x, a](const Tensor& g) {
+    grad::add(x, [&](Tensor& dx) { running_sum(g.data(), a, true, dx.data()); });
   });
   return out;
 }

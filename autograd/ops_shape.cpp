@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/format.h>
+
 #include "autograd/grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
@@ -184,6 +186,72 @@ Var slice(const Var& x, int dim, int64_t begin, int64_t end) {
     if (!t) return;
     if (!t.accumulate) std::fill_n(t.data, x.numel(), 0.0f);
     copy_block(g.data(), end - begin, 0, t.data, a.n, begin, end - begin, a, true);
+  });
+  return out;
+}
+
+}  // namespace headlab
+
+namespace headlab {
+namespace {
+
+// out[j] = x[i] for out index (j_0 .. j_r) and x index i_{perm[k]} = j_k: a walk over out with
+// x's strides taken in out's order.
+void permute_copy(const float* x, const Shape& in, const std::array<int, Shape::kMaxRank>& perm,
+                  float* out) {
+  const int rank = in.rank();
+  std::array<int64_t, Shape::kMaxRank> in_stride{}, stride{}, size{}, index{};
+  int64_t s = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    in_stride[k] = s;
+    s *= in[k];
+  }
+  int64_t n = 1;
+  for (int k = 0; k < rank; ++k) {
+    stride[k] = in_stride[perm[k]];
+    size[k] = in[perm[k]];
+    n *= size[k];
+  }
+  int64_t offset = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = x[offset];
+    for (int k = rank - 1; k >= 0; --k) {  // odometer over out's index
+      offset += stride[k];
+      if (++index[k] < size[k]) break;
+      offset -= stride[k] * size[k];
+      index[k] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Var permute(const Var& x, std::span<const int> dims) {
+  constexpr const char* kOp = "permute";
+  detail::check_defined(kOp, x);
+  const Shape& in = x.shape();
+  const int rank = in.rank();
+  const auto bad = [&] {
+    fail("{}: dims [{}] must be a permutation of the {} dims of shape {}", kOp,
+         fmt::join(dims, ", "), rank, in.str());
+  };
+  if (static_cast<int>(dims.size()) != rank) bad();
+  std::array<int, Shape::kMaxRank> perm{}, inverse{};
+  std::array<bool, Shape::kMaxRank> seen{};
+  Shape shape;
+  for (int k = 0; k < rank; ++k) {
+    const int d = dims[static_cast<size_t>(k)] < 0 ? dims[static_cast<size_t>(k)] + rank
+                                                   : dims[static_cast<size_t>(k)];
+    if (d < 0 || d >= rank || seen[d]) bad();
+    seen[d] = true;
+    perm[k] = d;
+    inverse[d] = k;
+    shape.push_back(in[d]);
+  }
+  Var out = make_output(kOp, shape, {&x});
+  permute_copy(x.value().data(), in, perm, out.value().data());
+  record(kOp, out, [x, shape, inverse](const Tensor& g) {
+    grad::add(x, [&](Tensor& dx) { permute_copy(g.data(), shape, inverse, dx.data()); });
   });
   return out;
 }

@@ -1,5 +1,7 @@
 #include "autograd/checks/op_checks.h"
 
+#include <vector>
+
 #include "autograd/checks/op_checks_util.h"
 #include "autograd/derivatives.h"
 #include "autograd/ops.h"
@@ -87,6 +89,21 @@ void shapes(Cases& c) {
       Var x = leaf(rng, s);
       return check(seed, [=] { return transpose(x); }, {x});
     });
+  struct Perm {
+    const char* variant;
+    Shape x;
+    std::vector<int> dims;
+  };
+  for (const Perm& p : {Perm{"4-d [0, 2, 1, 3]", {2, 3, 2, 4}, {0, 2, 1, 3}},
+                        Perm{"3-d cycle [2, 0, 1]", {2, 3, 4}, {2, 0, 1}},
+                        Perm{"negative dims [-1, 0]", {3, 4}, {-1, 0}},
+                        Perm{"identity, size-1 dims", {1, 3, 1}, {0, 1, 2}},
+                        Perm{"5-d reversed", {2, 1, 2, 3, 2}, {4, 3, 2, 1, 0}}})
+    c.add("permute", p.variant, [p](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, p.x);
+      return check(seed, [=] { return permute(x, p.dims); }, {x});
+    });
   c.add("split_heads", "2 heads", [](uint64_t seed) {
     Rng rng(seed);
     Var x = leaf(rng, {2, 3, 8});
@@ -126,7 +143,8 @@ std::vector<std::string> differentiable_op_names() {
   for (const BinaryRule* rule : binary_rules()) names.push_back(rule->name);
   for (const UnaryRule* rule : unary_rules()) names.push_back(rule->name);
   // clang-format off
-  for (const char* name : {"dropout", "sum", "mean", "max", "reshape", "transpose", "concat",
+  for (const char* name : {"dropout", "sum", "mean", "max", "logsumexp", "cumsum", "reshape",
+                           "transpose", "permute", "concat",
                            "slice", "split_heads", "merge_heads", "softmax", "log_softmax",
                            "cross_entropy", "layer_norm", "embedding", "masked_fill", "where",
                            "head_gate", "head_gate_merged", "linear", "add_layer_norm",

@@ -32,6 +32,38 @@ void reductions(Cases& c) {
         Var x = r.op == &max ? leaf_separated(rng, d.x) : leaf(rng, d.x);
         return check(seed, [=] { return r.op(x, d.dim, d.keepdim); }, {x});
       });
+  for (const Dim& d :
+       {Dim{"dim 1, keepdim", {2, 3, 4}, 1, true}, Dim{"dim -1 (negative)", {2, 3, 4}, -1, false},
+        Dim{"a size-1 dim", {3, 1, 2}, 1, false}, Dim{"1-d input", {5}, 0, false}})
+    c.add("logsumexp", d.variant, [d](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, d.x, 2.0f);
+      return check(seed, [=] { return logsumexp(x, d.dim, d.keepdim); }, {x});
+    });
+  c.add("logsumexp", "large inputs (offset 100, e^x overflows fp32)", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 4}, 3.0f, 100.0f);
+    return check(
+        seed, [=] { return logsumexp(x, -1); }, {x}, kWideEps);
+  });
+  c.add("logsumexp", "a masked entry (-inf)", [](uint64_t seed) {
+    Rng rng(seed);
+    Var x = leaf(rng, {2, 4});
+    x.value()[1] = kNegInf;
+    return check(seed, [=] { return logsumexp(x, -1); }, {x});
+  });
+  struct Cum {
+    const char* variant;
+    Shape x;
+    int dim;
+  };
+  for (const Cum& k : {Cum{"dim 0", {4, 3}, 0}, Cum{"middle dim", {2, 4, 3}, 1},
+                       Cum{"dim -1 (negative)", {2, 5}, -1}, Cum{"a size-1 dim", {3, 1}, 1}})
+    c.add("cumsum", k.variant, [k](uint64_t seed) {
+      Rng rng(seed);
+      Var x = leaf(rng, k.x);
+      return check(seed, [=] { return cumsum(x, k.dim); }, {x});
+    });
 }
 
 void joins(Cases& c) {

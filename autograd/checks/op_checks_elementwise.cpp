@@ -58,7 +58,10 @@ void elementwise(Cases& c) {
     for (const Shapes& s :
          {Shapes{"equal shapes", {2, 3}, {2, 3}}, Shapes{"bias row broadcast", {2, 3, 4}, {4}},
           Shapes{"positions broadcast", {2, 3, 4}, {3, 4}},
-          Shapes{"size-1 dims", {1, 3, 1}, {3, 1}}})
+          Shapes{"size-1 dims", {1, 3, 1}, {3, 1}},
+          Shapes{"numpy broadcast [B,T,1] over [B,T,D]", {2, 3, 4}, {2, 3, 1}},
+          Shapes{"numpy broadcast of both", {2, 1, 4}, {3, 1}},
+          Shapes{"numpy broadcast of a over b", {4}, {2, 3, 4}}})
       c.add(rule->name, s.variant, [rule, s](uint64_t seed) {
         Rng rng(seed);
         Var a = draw(rng, s.a, rule->a_domain), b = draw(rng, s.b, rule->b_domain);

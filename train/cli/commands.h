@@ -17,7 +17,8 @@ struct CheckpointData;
 namespace headlab::cli {
 
 // Exit codes shared by every command.
-enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3 };
+// kGradcheckFailed: `headlab gradcheck` ran, and a check failed (1 stays for internal errors).
+enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3, kGradcheckFailed = 4 };
 
 void add_info_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);

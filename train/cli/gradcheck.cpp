@@ -1,5 +1,6 @@
 // `headlab gradcheck`: every registered gradcheck case (ops, and layers once registered) on each
-// backend; a table, or one JSON object per line with --json. Exit 1 if any check fails.
+// backend; a table, or one JSON object per line with --json. Exits with 4 (kGradcheckFailed) if
+// any check fails; 1 stays for internal errors.
 
 #include <cmath>
 #include <exception>
@@ -123,7 +124,7 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
     if (!json)
       fmt::print("{} checks, {} failed, worst relative error {:.2e} (pass when <= {:.0e})\n", total,
                  failed, worst, GradcheckOptions{}.rtol);
-    exit_code = failed > 0 ? kFailure : kOk;
+    exit_code = failed > 0 ? kGradcheckFailed : kOk;
   });
 }
 
