@@ -104,15 +104,8 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   Var x = embeddings_[0]->forward(features[0], ids_shape);  // [B, T, D]
   for (size_t f = 1; f < features.size(); ++f)
     x = add(x, embeddings_[f]->forward(features[f], ids_shape));
-  x = hook("hook_embed", in_layer("encoder.positions", options_.positions_layer.name, [&] {
-             Var p = positions_->forward(x);
-             if (p.shape() != x.shape())
-               fail(
-                   "returned an output of shape {}, but the positions slot's contract is the "
-                   "input's shape {}",
-                   p.shape().str(), x.shape().str());
-             return p;
-           }));
+  x = hook("hook_embed", checked_slot("encoder.positions", options_.positions_layer.name,
+                                      "positions", x, [&] { return positions_->forward(x); }));
   if (is_training() && options_.dropout > 0.0f)
     x = dropout(x, options_.dropout, *dropout_rng_, true);
 
@@ -129,13 +122,8 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
     if (need_weights) out.weights.push_back(y.weights);
   }
   if (final_norm_)
-    x = in_layer("encoder.final_norm", options_.norm_layer.name, [&] {
-      Var n = final_norm_->forward(x);
-      if (n.shape() != x.shape())
-        fail("returned an output of shape {}, but the norm slot's contract is the input's shape {}",
-             n.shape().str(), x.shape().str());
-      return n;
-    });
+    x = checked_slot("encoder.final_norm", options_.norm_layer.name, "norm", x,
+                     [&] { return final_norm_->forward(x); });
   out.hidden = x;
   out.logits = classifier_->forward(x);
   return out;

@@ -72,9 +72,6 @@ LayerError LayerError::within(const std::string& parent) const {
   return LayerError(parent + "." + path_, layer_, message_);
 }
 
-namespace {
-
-// A slot's output must keep the input's shape [B, T, d_model].
 void check_slot_output(const Var& out, const Var& in, const char* slot) {
   if (!out.defined())
     fail("returned no output: the {} slot's contract is an output of shape {} (its input's)", slot,
@@ -83,8 +80,6 @@ void check_slot_output(const Var& out, const Var& in, const char* slot) {
     fail("returned an output of shape {}, but the {} slot's contract is the input's shape {}",
          out.shape().str(), slot, in.shape().str());
 }
-
-}  // namespace
 
 AttentionOutput EncoderLayer::attend(const Var& x, const Tensor* key_padding_mask,
                                      const Tensor* attn_mask, bool need_weights) {
@@ -105,15 +100,6 @@ AttentionOutput EncoderLayer::attend(const Var& x, const Tensor* key_padding_mas
   });
 }
 
-Var EncoderLayer::slot(const char* name, const std::string& layer, SequenceLayer& module,
-                       const Var& x, const char* kind) {
-  return in_layer(name, layer, [&] {
-    Var y = module.forward(x);
-    check_slot_output(y, x, kind);
-    return y;
-  });
-}
-
 Var EncoderLayer::residual_dropout(const Var& y) {
   if (!is_training() || options_.dropout == 0.0f) return y;
   return dropout(y, options_.dropout, *dropout_rng_, true);
@@ -129,26 +115,21 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
   const std::string& norm_name = options_.norm_layer.name;
   const std::string& ffn_name = options_.ffn_layer.name;
   if (options_.norm == NormPosition::pre) {
-    Var n = slot("norm1", norm_name, *norm1, in, "norm");
+    Var n = checked_slot("norm1", norm_name, "norm", in, [&] { return norm1->forward(in); });
     a = attend(n, key_padding_mask, attn_mask, need_weights);
     y = hook("hook_resid_mid", add(in, residual_dropout(a.output)));
-    const Var n2 = slot("norm2", norm_name, *norm2, y, "norm");
-    y = add(y, residual_dropout(slot("ffn", ffn_name, *ffn, n2, "ffn")));
+    const Var n2 = checked_slot("norm2", norm_name, "norm", y, [&] { return norm2->forward(y); });
+    y = add(y, residual_dropout(
+                   checked_slot("ffn", ffn_name, "ffn", n2, [&] { return ffn->forward(n2); })));
   } else {
     a = attend(in, key_padding_mask, attn_mask, need_weights);
     // norm(x + r); a LayerNorm slot fuses the addition (LayerNorm::forward_sum).
     const Var r = residual_dropout(a.output);
-    y = hook("hook_resid_mid", in_layer("norm1", norm_name, [&] {
-               Var s = norm1->forward_sum(in, r);
-               check_slot_output(s, in, "norm");
-               return s;
-             }));
-    const Var f = residual_dropout(slot("ffn", ffn_name, *ffn, y, "ffn"));
-    y = in_layer("norm2", norm_name, [&] {
-      Var s = norm2->forward_sum(y, f);
-      check_slot_output(s, in, "norm");
-      return s;
-    });
+    y = hook("hook_resid_mid", checked_slot("norm1", norm_name, "norm", in,
+                                            [&] { return norm1->forward_sum(in, r); }));
+    const Var f =
+        residual_dropout(checked_slot("ffn", ffn_name, "ffn", y, [&] { return ffn->forward(y); }));
+    y = checked_slot("norm2", norm_name, "norm", y, [&] { return norm2->forward_sum(y, f); });
   }
   y = hook("hook_resid_post", y);
   return {y, a.weights};

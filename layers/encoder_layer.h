@@ -64,6 +64,22 @@ auto in_layer(const std::string& path, const std::string& layer, F&& f) -> declt
   }
 }
 
+// A slot's output must be defined and keep the input's shape [B, T, d_model]; throws naming
+// `kind` ("norm", "ffn", "attention", "positions") otherwise.
+void check_slot_output(const Var& out, const Var& in, const char* kind);
+
+// in_layer over one slot whose contract is "maps its input to that shape": runs `f` and checks
+// its output against `in`.
+template <class F>
+Var checked_slot(const std::string& path, const std::string& layer, const char* kind, const Var& in,
+                 F&& f) {
+  return in_layer(path, layer, [&] {
+    Var out = f();
+    check_slot_output(out, in, kind);
+    return out;
+  });
+}
+
 enum class NormPosition { pre, post };
 // "pre" or "post"; throws naming `what` otherwise.
 NormPosition parse_norm_position(std::string_view name, std::string_view what);
@@ -116,12 +132,10 @@ class EncoderLayer : public Module {
 
  private:
   Var residual_dropout(const Var& y);
-  // The attention slot's forward (self-attention of x) and a one-input slot's (ffn, norm), each
-  // with its contract checked and its errors named (LayerError).
+  // The attention slot's forward (self-attention of x), its contract checked and its errors
+  // named (LayerError).
   AttentionOutput attend(const Var& x, const Tensor* key_padding_mask, const Tensor* attn_mask,
                          bool need_weights);
-  Var slot(const char* name, const std::string& layer, SequenceLayer& module, const Var& x,
-           const char* kind);
 
   EncoderLayerOptions options_;
   std::shared_ptr<SampleRng> dropout_rng_;

@@ -89,33 +89,29 @@ StepMetrics TrainStep::operator()(int64_t step) {
 }
 
 void TrainStep::trial(int64_t sentences) {
-  const TrainConfig& t = model_.config().train;
-  Batch batch;
-  model_.task().generate_sentences(static_cast<uint64_t>(t.seed), 0, 0,
-                                   std::max<int64_t>(1, std::min(sentences, t.batch_size)), batch);
-  Encoder& encoder = model_.encoder();
-  encoder.dropout_rng().set_position(0, 0);
-  std::vector<std::span<const int32_t>> features;
-  batch.feature_spans(features);
-  EncoderOutput out = encoder.forward(features, batch.batch_size, batch.seq_len);
-  Var loss = cross_entropy(out.logits, batch.labels, kIgnoreIndex);
-  loss.backward();
+  const int64_t n = std::max<int64_t>(1, std::min(sentences, model_.config().train.batch_size));
+  loss_of_sentences(0, 0, n).loss.backward();
   optimizer_->zero_grad();
 }
 
-Var TrainStep::micro_batch_loss(int64_t step, int64_t a) {
-  const TrainConfig& t = model_.config().train;
-  const int64_t first = (comm_.rank() * t.grad_accum + a) * t.batch_size;  // its first sentence
-  model_.task().generate_sentences(static_cast<uint64_t>(t.seed), step, first, t.batch_size,
-                                   batch_);
+TrainStep::SentencesLoss TrainStep::loss_of_sentences(int64_t step, int64_t first, int64_t n) {
+  model_.task().generate_sentences(static_cast<uint64_t>(model_.config().train.seed), step, first,
+                                   n, batch_);
   Encoder& encoder = model_.encoder();
   encoder.dropout_rng().set_position(static_cast<uint64_t>(step), static_cast<uint64_t>(first));
   batch_.feature_spans(features_);
   EncoderOutput out = encoder.forward(features_, batch_.batch_size, batch_.seq_len);
   Var loss = cross_entropy(out.logits, batch_.labels, kIgnoreIndex);
+  return {out.logits, loss};
+}
+
+Var TrainStep::micro_batch_loss(int64_t step, int64_t a) {
+  const TrainConfig& t = model_.config().train;
+  const int64_t first = (comm_.rank() * t.grad_accum + a) * t.batch_size;  // its first sentence
+  const SentencesLoss l = loss_of_sentences(step, first, t.batch_size);
   counts_[static_cast<size_t>(a)] =
-      batch_counts(out.logits.value(), batch_.labels, nullptr, loss.value().item());
-  return loss;
+      batch_counts(l.logits.value(), batch_.labels, nullptr, l.loss.value().item());
+  return l.loss;
 }
 
 EvalCounts TrainStep::global_counts(int64_t s) {

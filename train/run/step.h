@@ -86,6 +86,12 @@ class TrainStep {
   // Micro-batch `a` of this rank at `step`: its sentences and dropout positions, the forward and
   // the loss, its tokens counted into counts_[a].
   Var micro_batch_loss(int64_t step, int64_t a);
+  // The model's logits and loss on n sentences of update `step` from global position `first`
+  // (into batch_), dropout keyed by the same positions.
+  struct SentencesLoss {
+    Var logits, loss;
+  };
+  SentencesLoss loss_of_sentences(int64_t step, int64_t first, int64_t n);
   // The global batch's counts (no relations) from every rank's micro-batches, for update s.
   EvalCounts global_counts(int64_t s);
   // The parameters' gradient buffers, in the optimizer's order (into gradients_).
