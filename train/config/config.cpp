@@ -298,13 +298,18 @@ void check_layer_names(const Config& config) {
   }
 }
 
+// The folder a path given at `where` is relative to: the config file's, or the current
+// directory for a --set.
+fs::path path_base(const Config& config, const std::string& where) {
+  return where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
+}
+
 // Makes runtime.plugins absolute from the config file's folder (or the current directory, for
 // a --set); the config keeps the absolute paths. With a loader, hands each to it, so that their
 // layers and tasks are registered before the slots and the task are checked.
 void resolve_plugins(Config& config, const PluginLoader& load_plugin) {
   const std::string where = config.where("runtime.plugins");
-  const fs::path base =
-      where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
+  const fs::path base = path_base(config, where);
   for (size_t i = 0; i < config.runtime.plugins.size(); ++i) {
     std::string& plugin = config.runtime.plugins[i];
     try {
@@ -339,10 +344,8 @@ void resolve_task(const Collected& collected, const std::vector<Override>& overr
   for (const auto& [key, value] : task.options) {
     const std::string* given = std::get_if<std::string>(&value.data);
     if (!key.ends_with("_file") || !given || given->empty()) continue;
-    const fs::path base =
-        value.where.starts_with("--set ") ? fs::path() : fs::path(config.source).parent_path();
     OptionValue absolute = value;
-    absolute.data = absolute_normal_path(base / *given).string();
+    absolute.data = absolute_normal_path(path_base(config, value.where) / *given).string();
     files.emplace_back(key, std::move(absolute));
   }
   for (auto& [key, value] : files) task.options.set(key, std::move(value));
