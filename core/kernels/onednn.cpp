@@ -32,10 +32,10 @@ Key make_key(Op op, uint32_t flags, std::initializer_list<int64_t> dims, float f
   Key k;
   k.op = op;
   k.flags = flags;
-  k.threads = onednn::current_threads();
   k.f0 = f0;
   k.f1 = f1;
   std::copy(dims.begin(), dims.end(), k.dims.begin());
+  k.threads = onednn::threads_for(k);
   return k;
 }
 

@@ -2,10 +2,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <bit>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/kernels/fast.h"
 
 namespace headlab::onednn {
 namespace {
@@ -36,8 +38,27 @@ const dnnl::engine& engine() {
   return cache().engine;
 }
 
-int current_threads() {
-  return omp_get_max_threads();
+int threads_for(const Key& key) {
+  if (key.op == Op::matmul) {                   // dims: m, n, k, ..., batch (0 for one item)
+    constexpr double kMinFlopsPerThread = 2e6;  // as headlab's GEMM (simd/gemm.cpp)
+    const double flops = 2.0 * static_cast<double>(key.dims[0] * key.dims[1]) *
+                         static_cast<double>(key.dims[2] * std::max<int64_t>(1, key.dims[6]));
+    return std::max(1,
+                    std::min(omp_get_max_threads(), static_cast<int>(flops / kMinFlopsPerThread)));
+  }
+  // The others are row-wise or element-wise: dims are the rows and columns (or the length).
+  int64_t elements = 1;
+  for (int64_t d : key.dims)
+    if (d > 0) elements *= d;
+  return fast::threads_for(elements);
+}
+
+ScopedThreads::ScopedThreads(int n) : saved_(omp_get_max_threads()) {
+  if (n != saved_) omp_set_num_threads(n);
+}
+
+ScopedThreads::~ScopedThreads() {
+  if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
 }
 
 size_t KeyHash::operator()(const Key& k) const noexcept {
@@ -83,6 +104,7 @@ void Entry::execute(std::span<const void* const> data) {
 }
 
 void Entry::execute_locked(std::span<const void* const> data) {
+  const ScopedThreads scoped(threads);
   HEADLAB_ASSERT(static_cast<int>(data.size()) == num_data_args_);
   int i = 0;
   for (const void* p : data) {

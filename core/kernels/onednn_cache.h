@@ -27,10 +27,6 @@ namespace headlab::onednn {
 
 const dnnl::engine& engine();
 
-// The primitives' thread count is fixed when they are created (oneDNN reads the OpenMP
-// max-threads then), so it is part of every key.
-int current_threads();
-
 enum class Op : uint32_t {
   matmul,
   softmax_fwd,
@@ -56,6 +52,15 @@ struct KeyHash {
   size_t operator()(const Key& k) const noexcept;
 };
 
+// The threads a primitive runs on: OpenMP's max-threads (set_num_threads), cut to what the work
+// of `key` pays for, as headlab's own kernels do (fast::threads_for). A parallel region costs
+// microseconds on an idle machine and a scheduler time slice (milliseconds) on a busy one, where
+// one of its threads is not running and the others wait at the barrier: without the cut, the
+// README's 200-step example ran 28x slower with two threads than with one beside a build. The
+// count is part of every key (oneDNN fixes it when it creates a primitive), and the entry runs
+// under it (Entry::execute sets OpenMP's count for the call).
+int threads_for(const Key& key);
+
 // A created primitive with its argument list.
 class Entry {
  public:
@@ -79,6 +84,9 @@ class Entry {
   // only while holding lock().
   std::vector<float> buffer;
   std::mutex& lock() { return mutex_; }
+
+  // The thread count it was created for (its key's); set by cached().
+  int threads = 1;
 
  private:
   void execute_locked(std::span<const void* const> data);
@@ -109,11 +117,28 @@ Entry& insert_entry(const Key& key, std::unique_ptr<Entry> entry);
 size_t cache_size();
 
 // The cached entry for key, created by make(Entry&) on the first call.
+// OpenMP's thread count for the calling thread set to n for a scope (a store when it is already
+// n), so that oneDNN creates and runs a primitive on the count in its key.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n);
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
 template <class Make>
 Entry& cached(const Key& key, Make&& make) {
   if (Entry* e = find_entry(key)) return *e;
   auto fresh = std::make_unique<Entry>();
-  make(*fresh);
+  fresh->threads = key.threads;
+  {
+    const ScopedThreads threads(key.threads);
+    make(*fresh);
+  }
   return insert_entry(key, std::move(fresh));
 }
 

@@ -40,9 +40,9 @@ void OneDnnKernels::matmul_bias_act(const GemmDesc& desc, const float* a, const 
   key.op = onednn::Op::matmul;
   key.flags = (d.trans_a ? 1u : 0u) | (d.trans_b ? 2u : 0u) | (bias ? kBiasFlag : 0u) |
               (relu ? kReluFlag : 0u);
-  key.threads = onednn::current_threads();
   key.f0 = 1.0f;
   key.dims = {d.m, d.n, d.k, d.lda, d.ldb, d.ldc, 1, 0, 0, 0};
+  key.threads = onednn::threads_for(key);
   onednn::Entry& e = onednn::cached(key, [&](onednn::Entry& fresh) {
     const memory::desc ad = operand_desc(d.m, d.k, d.trans_a, d.lda);
     const memory::desc bd = operand_desc(d.k, d.n, d.trans_b, d.ldb);

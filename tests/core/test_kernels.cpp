@@ -302,28 +302,33 @@ TEST_CASE("core: relu and gelu parity, forward and backward") {
     }
 }
 
-TEST_CASE("core: onednn primitives are cached per shape and per thread count") {
+TEST_CASE("core: onednn primitives are cached per shape and per thread count the work pays for") {
   // GELU runs a oneDNN eltwise primitive on every CPU (products, softmax forwards and layer
   // normalization take headlab's own kernels where the CPU has AVX-512).
   Rng rng(51);
   const Kernels& k = kernels_for(Backend::onednn);
   const int saved = num_threads();
-  const int64_t n = 33 * 29;
-  const auto x = random_vec(n, rng);
-  std::vector<float> y(n), want(n);
-  kernels_for(Backend::reference).gelu_forward(x.data(), want.data(), n);
-  set_num_threads(1);
-  k.gelu_forward(x.data(), y.data(), n);
-  const size_t after_first = onednn_cached_primitives();
-  k.gelu_forward(x.data(), y.data(), n);
-  CHECK(onednn_cached_primitives() == after_first);  // same shape: no new primitive
-  set_num_threads(2);
-  std::fill(y.begin(), y.end(), 0.0f);
-  k.gelu_forward(x.data(), y.data(), n);
-  CHECK(onednn_cached_primitives() == after_first + 1);  // new thread count: new primitive
-  CHECK(worst(y, want, 1e-5, 1e-6) <= 0.0);
-  k.gelu_forward(x.data(), y.data(), n - 1);  // a new shape
-  CHECK(onednn_cached_primitives() == after_first + 2);
+  auto gelu_primitives = [&](int64_t n, int threads) {
+    const auto x = random_vec(n, rng);
+    std::vector<float> y(n), want(n);
+    kernels_for(Backend::reference).gelu_forward(x.data(), want.data(), n);
+    set_num_threads(threads);
+    k.gelu_forward(x.data(), y.data(), n);
+    CHECK(worst(y, want, 1e-5, 1e-6) <= 0.0);
+    return onednn_cached_primitives();
+  };
+  // A few hundred elements: one thread whatever the count (a parallel region would cost more
+  // than the work, and on a busy machine a scheduler time slice), so one primitive.
+  const int64_t small = 33 * 29;
+  const size_t first = gelu_primitives(small, 1);
+  CHECK(gelu_primitives(small, 1) == first);          // same shape: no new primitive
+  CHECK(gelu_primitives(small, 2) == first);          // more threads offered, none taken
+  CHECK(gelu_primitives(small - 1, 2) == first + 1);  // a new shape
+  // Enough work for two threads: a primitive per thread count.
+  const int64_t large = int64_t{1} << 17;
+  const size_t one = gelu_primitives(large, 1);
+  CHECK(gelu_primitives(large, 2) == one + 1);
+  CHECK(gelu_primitives(large, 2) == one + 1);
   set_num_threads(saved);
 }
 
