@@ -240,6 +240,31 @@ TEST_CASE("train: cli without arguments prints every command and the exit codes,
   }
 }
 
+// OMP_DISPLAY_ENV=verbose makes libgomp print the policy it runs with (its spin count: 0 when
+// passive) as it starts, so this reads what libgomp took, not what the environment says.
+TEST_CASE("train: cli runs OpenMP's passive wait policy unless the user chose one") {
+  TempDir dir;
+  auto run_info = [&dir](const std::string& env) {
+    const fs::path out = dir.path / "out", err = dir.path / "err";
+    const std::string cmd = fmt::format(
+        "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT {} OMP_DISPLAY_ENV=verbose '{}' info >'{}' "
+        "2>'{}' </dev/null",
+        env, HEADLAB_CLI, out.string(), err.string());
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    return std::pair(read_text(out), read_text(err));
+  };
+  const auto [chosen_out, chosen_err] = run_info("");
+  CHECK(chosen_out.find("openmp wait policy: passive\n") != std::string::npos);
+  CHECK(chosen_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
+  const auto [active_out, active_err] = run_info("OMP_WAIT_POLICY=active");
+  CHECK(active_out.find("openmp wait policy: active\n") != std::string::npos);
+  CHECK(active_err.find("OMP_WAIT_POLICY = 'ACTIVE'") != std::string::npos);
+  const auto [spin_out, spin_err] = run_info("GOMP_SPINCOUNT=1234");
+  CHECK(spin_out.find("openmp wait policy: GOMP_SPINCOUNT=1234\n") != std::string::npos);
+  CHECK(spin_err.find("GOMP_SPINCOUNT = '1234'") != std::string::npos);
+  CHECK(spin_err.find("GOMP_SPINCOUNT = '0'") == std::string::npos);
+}
+
 TEST_CASE("train: cli --dry-run says what the run would be and creates nothing") {
   TempDir dir;
   const fs::path& d = dir.path;

@@ -1,6 +1,7 @@
 // `headlab info`: versions, ISA, threads, the selected backend, MPI, the loaded plugins with
 // what each registered, and every registered layer (by kind) and task.
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,12 @@ void print_info(const InfoOptions& o) {
   if (blas.core_vector_bits < blas.cpu_vector_bits) print_blas_warning(blas);
   fmt::print("threads: {} (openmp {}, openblas {}, hardware {})\n", num_threads(), num_threads(),
              blas.num_threads, hardware_threads());
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const std::string wait = policy ? std::string(policy)
+                           : spin ? fmt::format("GOMP_SPINCOUNT={}", spin)
+                                  : std::string("libgomp's default (spins about 3 ms)");
+  fmt::print("openmp wait policy: {}\n", wait);
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
   fmt::print("mpi: {}\n", mpi_text());

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -35,6 +36,27 @@
 namespace {
 
 using namespace headlab;
+
+// Restarts the program with OMP_WAIT_POLICY=passive unless the user chose a wait policy
+// (OMP_WAIT_POLICY or GOMP_SPINCOUNT set); returns only where it need not or cannot.
+//
+// libgomp reads its wait policy once, in its initializer, before main; unset, a waiting thread
+// spins for about 3 ms before it sleeps. That saves a wake-up per parallel region on a quiet
+// machine, and beside another busy process the spinning thread takes the core from the thread it
+// waits for, so every region waits a scheduler time slice. Measured on 2 cores beside a parallel
+// build (load about 10): the flagship run (configs/dependency.toml) at runtime.threads = 2 took
+// 45-150 s, against 7-12 s on one thread and 8.6-13 s with OMP_WAIT_POLICY=passive
+// (GOMP_SPINCOUNT=2000: 17-20 s). Setting the variable in the running process is too late, and
+// an executable's .preinit_array runs before libc sets up the environment that libgomp reads,
+// so the one way to choose for the user is a restart with it set. Processes headlab starts
+// (sweep jobs, a run's children) inherit it.
+void exec_with_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Still here: the exec failed. The run is correct with libgomp's default, only slower beside
+  // other work; OMP_WAIT_POLICY stays set for the processes it starts.
+}
 
 // The subcommand argv[1] names, for the error line ("headlab: error: eval: ..."); "" if none.
 std::string command_name;
@@ -165,6 +187,7 @@ int run(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  exec_with_passive_openmp(argv);
   cli::ignore_write_signals();
   cli::set_command_line(argc, argv);
   CLI::App app{"headlab: a small C++ training framework with tape-based autodiff"};
