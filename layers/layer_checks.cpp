@@ -197,7 +197,7 @@ std::vector<GradcheckCase> registry_gradcheck_cases() {
     for (const LayerCheckCase& check : layer_check_cases(name)) {
       const std::string variant = check.options.empty() && check.variant == "from the registry"
                                       ? check.variant
-                                      : "from the registry: " + check.variant;
+                                      : "registry: " + check.variant;
       cases.push_back(layer_case(name, variant, [name, options = check.options](uint64_t seed) {
         const OptionMap inherited{
             {"d_model", 4}, {"heads", 2}, {"d_ff", 6}, {"max_len", 5}, {"activation", "gelu"}};

@@ -108,8 +108,9 @@ using LayerParameterCount = std::function<int64_t(LayerOptions&)>;
 // One gradcheck situation of a registered layer: what it covers and the layer's own options
 // table, over the small model values gradcheck passes down (d_model 4, heads 2, d_ff 6,
 // max_len 5, activation gelu), on inputs [2, 3, 4] in training mode. Declare one per option that
-// changes the backward (no bias, other heads counts, another kind); a layer that declares none
-// is checked once with its defaults (variant "from the registry").
+// changes the backward (no bias, other heads counts, another kind); `headlab gradcheck` names
+// each "registry: <variant>". A layer that declares none is checked once with its defaults
+// (variant "from the registry").
 struct LayerCheckCase {
   std::string variant;  // "1 head, no bias"
   OptionMap options;    // {{"heads", 1}, {"bias", false}}
