@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <string_view>
 
 #include "autograd/var.h"
 #include "core/rng.h"
@@ -131,27 +132,47 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
 // for none). Biased variance, as the paper and PyTorch.
 Var layer_norm(const Var& x, const Var& gain, const Var& bias, float eps = 1e-5f);
 
-// ---- indexing and masking (ops_index.cpp) ----
+// ---- indexing and gates (ops_index.cpp) ----
 
 // Rows of weight [V, D] gathered by ids (shape ids_shape) -> [ids_shape.., D]. Ids must lie in
 // [0, V) (else throws naming the id and its position). Backward scatter-adds into weight; the
 // ids are copied for it, so the span need not outlive the call.
 Var embedding(const Var& weight, std::span<const int32_t> ids, const Shape& ids_shape);
-// Where mask != 0, the output is `value` (typically -inf) and the gradient is 0. mask has x's
-// rank; each of its dims equals x's or is 1 (broadcast): e.g. [B, 1, 1, S] or [1, 1, T, S]
-// over attention scores [B, h, T, S]. The mask is kept by handle for backward: do not change
-// it before backward.
-Var masked_fill(const Var& x, const Tensor& mask, float value);
-// Element-wise choice: a where mask != 0, else b. a and b have one shape; mask has their rank
-// and each of its dims equals theirs or is 1 (broadcast, as in masked_fill). The gradient goes
-// to the input chosen: da = g where mask, db = g elsewhere. The mask is read during the call
-// only.
-Var where(const Tensor& mask, const Var& a, const Var& b);
 // Per-head gate: x [B, h, T, d] * gate[h] ([h]); ablation (gate 0) and importance (dL/dgate).
 Var head_gate(const Var& x, const Var& gate);
 // head_gate on the merged layout: x [B, T, h d] (heads side by side, as self_attention returns
 // it), gate [h]; equals merge_heads(head_gate(split_heads(x, h), gate)).
 Var head_gate_merged(const Var& x, const Var& gate);
+
+// ---- broadcasting (ops_broadcast.cpp): NumPy's rules, as in add ----
+
+// x repeated to `shape` (PyTorch's expand, but a copy): dims aligned from the back, each of x's
+// equal to the target's or 1, new leading dims allowed (no -1: a Shape holds sizes). [B, T, 1] to
+// {B, T, D}, [D] to {B, T, D}. Else throws naming the op, both shapes and the dim. Returns x
+// itself when the shape is already x's. dx = g summed over the repeats.
+Var expand(const Var& x, const Shape& shape);
+// Where mask != 0, the output is `value` (typically -inf) and the gradient is 0. mask
+// broadcasts to x's shape without growing it: e.g. [B, 1, 1, S], [1, 1, T, S] or [S] over
+// attention scores [B, h, T, S]. The mask is kept by handle for backward: do not change it
+// before backward.
+Var masked_fill(const Var& x, const Tensor& mask, float value);
+// Element-wise choice: a where mask != 0, else b. mask, a and b broadcast together (each may
+// have fewer dims or size-1 dims); the output has the joint shape. The gradient goes to the
+// input chosen, summed over its repeats: da = g where mask, db = g elsewhere. The mask is read
+// during the call only.
+Var where(const Tensor& mask, const Var& a, const Var& b);
+
+// ---- einsum (ops_einsum.cpp) ----
+
+// Two-operand Einstein summation, "bhtd,bhsd->bhts", "ij,jk->ik", "ij,ij->" (a [1] result, as
+// sum), "bij,bjk->bki" (the output in any order). Letters a-z and A-Z; each appears at most once
+// per operand and in the output, and every output letter in an operand. A letter in both
+// operands but not the output is summed (contracted), in one operand only and not the output
+// summed over first; shared letters must have equal sizes (no broadcasting of size 1). Without
+// "->" the output is the letters seen once, in alphabetical order (NumPy's rule). Bad equations
+// and size mismatches throw one line naming einsum, the equation and the problem. Built from
+// sum, permute, reshape and batched_matmul, whose backwards give the gradient.
+Var einsum(std::string_view equation, const Var& a, const Var& b);
 
 // ---- fused (ops_fused.cpp): one kernel pass and one tape entry where composed ops take
 // several; each equals the composition named beside it (tests compare the two).

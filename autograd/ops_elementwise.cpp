@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 
+#include "autograd/broadcast.h"
 #include "autograd/grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_internal.h"
@@ -158,70 +159,29 @@ bool is_suffix(const Shape& a, const Shape& b) {
   return ok;
 }
 
-// NumPy's broadcast shape of a and b (dims aligned from the back; each pair equal or one of them
-// 1), or throws naming the op and both shapes.
-Shape broadcast_shape(const char* op, const Shape& a, const Shape& b) {
-  const int rank = std::max(a.rank(), b.rank());
-  std::array<int64_t, Shape::kMaxRank> dims{};
-  for (int i = 1; i <= rank; ++i) {
-    const int64_t da = i <= a.rank() ? a[-i] : 1, db = i <= b.rank() ? b[-i] : 1;
-    if (da != db && da != 1 && db != 1)
-      fail("{}: shapes {} and {} do not broadcast (dim -{}: {} vs {}; expected equal or 1)", op,
-           a.str(), b.str(), i, da, db);
-    dims[static_cast<size_t>(rank - i)] = da == 1 ? db : da;
-  }
-  return Shape(dims.begin(), dims.begin() + rank);
-}
+}  // namespace
 
-// For every element j of `out` (row-major), calls f(j, i) with i the element of x [in] it reads
-// when x is broadcast to out (a stride of 0 along the dims where x has size 1 or none).
-template <class F>
-void for_broadcast(const Shape& in, const Shape& out, F f) {
-  const int rank = out.rank(), shift = out.rank() - in.rank();
-  std::array<int64_t, Shape::kMaxRank> stride{}, index{};
-  int64_t s = 1;
-  for (int k = rank - 1; k >= shift; --k) {
-    stride[k] = in[k - shift] == 1 ? 0 : s;
-    s *= in[k - shift];
-  }
-  const int64_t n = out.numel();
-  int64_t offset = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    f(j, offset);
-    for (int k = rank - 1; k >= 0; --k) {  // odometer over out's index
-      offset += stride[k];
-      if (++index[k] < out[k]) break;
-      offset -= stride[k] * out[k];
-      index[k] = 0;
-    }
-  }
-}
-
-// x repeated to `shape` (a copy), recorded under the op's name: backward sums g over the
-// repeats into x's gradient.
-Var broadcast_to(const char* op, const Var& x, const Shape& shape) {
+Var detail::broadcast_to(const char* op, const Var& x, const Shape& shape) {
   Var out = make_output(op, shape, {&x});
   const float* xv = x.value().data();
   float* yv = out.value().data();
-  for_broadcast(x.shape(), shape, [&](int64_t j, int64_t i) { yv[j] = xv[i]; });
+  detail::for_broadcast(x.shape(), shape, [&](int64_t j, int64_t i) { yv[j] = xv[i]; });
   record(op, out, [x, shape](const Tensor& g) {
     grad::add(x, [&](Tensor& dx) {
       dx.zero_();
-      for_broadcast(x.shape(), shape, [&](int64_t j, int64_t i) { dx[i] += g[j]; });
+      detail::for_broadcast(x.shape(), shape, [&](int64_t j, int64_t i) { dx[i] += g[j]; });
     });
   });
   return out;
 }
 
-}  // namespace
-
 Var apply(const BinaryRule& rule, const Var& a, const Var& b) {
   detail::check_defined(rule.name, a);
   detail::check_defined(rule.name, b);
   if (!is_suffix(a.shape(), b.shape())) {  // full broadcasting: repeat both to the joint shape
-    const Shape shape = broadcast_shape(rule.name, a.shape(), b.shape());
-    const Var ea = a.shape() == shape ? a : broadcast_to(rule.name, a, shape);
-    const Var eb = b.shape() == shape ? b : broadcast_to(rule.name, b, shape);
+    const Shape shape = detail::broadcast_shape(rule.name, a.shape(), b.shape());
+    const Var ea = a.shape() == shape ? a : detail::broadcast_to(rule.name, a, shape);
+    const Var eb = b.shape() == shape ? b : detail::broadcast_to(rule.name, b, shape);
     return apply(rule, ea, eb);
   }
   const int64_t n = a.numel();

@@ -1,11 +1,8 @@
-// Indexing and masking.
+// Indexing and gates (masked_fill and where: ops_broadcast.cpp).
 //   embedding:   out[i] = W[id_i]          dW[v] += sum over {i : id_i = v} of g[i]  (scatter-add)
-//   masked_fill: out = mask ? value : x    dx = mask ? 0 : g                         (mask
-//   constant)
 //   head_gate:   out[b,k] = x[b,k] gate[k] dx[b,k] = g[b,k] gate[k],
 //                                          dgate[k] = sum over b, t, e of g[b,k,t,e] x[b,k,t,e]
 //   head_gate_merged: the same on the merged layout x [B, T, h d] (heads side by side)
-//   where:       out = mask ? a : b        da = mask ? g : 0,  db = mask ? 0 : g
 
 #include "autograd/grad.h"
 #include "autograd/ops.h"
@@ -50,36 +47,6 @@ Var embedding(const Var& weight, std::span<const int32_t> ids, const Shape& ids_
     const grad::Target dw = grad::target(weight);
     if (!dw.accumulate) std::fill_n(dw.data, weight.numel(), 0.0f);
     ew::scatter_add_rows(g.data(), dim, id_bits.data(), n, dw.data);
-  });
-  return out;
-}
-
-namespace {
-
-// mask has x's rank and each of its dims equals x's or is 1.
-void check_mask(const char* op, const Tensor& mask, const Shape& x) {
-  if (!mask.defined()) fail("{}: mask is undefined", op);
-  bool ok = mask.rank() == x.rank();
-  for (int d = 0; ok && d < x.rank(); ++d) ok = mask.size(d) == x[d] || mask.size(d) == 1;
-  if (!ok)
-    fail("{}: mask shape {} does not broadcast over x shape {} (same rank; each dim equal or 1)",
-         op, mask.shape().str(), x.str());
-}
-
-}  // namespace
-
-Var masked_fill(const Var& x, const Tensor& mask, float value) {
-  constexpr const char* kOp = "masked_fill";
-  detail::check_defined(kOp, x);
-  check_mask(kOp, mask, x.shape());
-  Var out = make_output(kOp, x.shape(), {&x});
-  ew::masked_fill(x.value().data(), x.shape(), mask.data(), mask.shape(), value,
-                  out.value().data());
-  // The mask is kept by handle: it must not change before backward.
-  record(kOp, out, [x, mask](const Tensor& g) {
-    grad::add(x, [&](Tensor& dx) {
-      ew::masked_fill(g.data(), x.shape(), mask.data(), mask.shape(), 0.0f, dx.data());
-    });
   });
   return out;
 }
@@ -142,34 +109,6 @@ Var head_gate_merged(const Var& x, const Var& gate) {
     fail("{}: x must be [B, T, {} * d] but has shape {}", kOp, heads, x.shape().str());
   const int64_t d = x.size(2) / heads;
   return gate_blocks(kOp, x, gate, heads, x.size(0) * x.size(1) * heads, d);
-}
-
-Var where(const Tensor& mask, const Var& a, const Var& b) {
-  constexpr const char* kOp = "where";
-  detail::check_defined(kOp, a);
-  detail::check_defined(kOp, b);
-  if (a.shape() != b.shape())
-    fail("{}: a shape {} and b shape {} must be equal", kOp, a.shape().str(), b.shape().str());
-  check_mask(kOp, mask, a.shape());
-  // The mask expanded to a's shape as 1 (take a) and 0 (take b), kept for backward.
-  const int64_t n = a.numel();
-  Tensor take_a = Tensor::zeros(a.shape());
-  ew::masked_fill(take_a.data(), a.shape(), mask.data(), mask.shape(), 1.0f, take_a.data());
-  Var out = make_output(kOp, a.shape(), {&a, &b});
-  const float* av = a.value().data();
-  const float* bv = b.value().data();
-  for (int64_t i = 0; i < n; ++i) out.value()[i] = take_a[i] != 0.0f ? av[i] : bv[i];
-
-  // a and b may be the same Var: it then gets g from both branches, g in all.
-  record(kOp, out, [a, b, take_a, n](const Tensor& g) {
-    grad::add(a, [&](Tensor& da) {
-      for (int64_t i = 0; i < n; ++i) da[i] = take_a[i] != 0.0f ? g[i] : 0.0f;
-    });
-    grad::add(b, [&](Tensor& db) {
-      for (int64_t i = 0; i < n; ++i) db[i] = take_a[i] != 0.0f ? 0.0f : g[i];
-    });
-  });
-  return out;
 }
 
 }  // namespace headlab

@@ -193,15 +193,19 @@ GradcheckResult gradcheck_sequence_layer(SequenceLayer& layer, int64_t d_model, 
 
 std::vector<GradcheckCase> registry_gradcheck_cases() {
   std::vector<GradcheckCase> cases;
-  for (const std::string& name : registered_layers()) {
-    cases.push_back(layer_case(name, "from the registry", [name](uint64_t seed) {
-      const OptionMap inherited{
-          {"d_model", 4}, {"heads", 2}, {"d_ff", 6}, {"max_len", 5}, {"activation", "gelu"}};
-      Rng rng(seed);
-      auto layer = make_layer(name, OptionMap{}, inherited, rng);
-      return gradcheck_sequence_layer(*layer, 4, seed);
-    }));
-  }
+  for (const std::string& name : registered_layers())
+    for (const LayerCheckCase& check : layer_check_cases(name)) {
+      const std::string variant = check.options.empty() && check.variant == "from the registry"
+                                      ? check.variant
+                                      : "registry: " + check.variant;
+      cases.push_back(layer_case(name, variant, [name, options = check.options](uint64_t seed) {
+        const OptionMap inherited{
+            {"d_model", 4}, {"heads", 2}, {"d_ff", 6}, {"max_len", 5}, {"activation", "gelu"}};
+        Rng rng(seed);
+        auto layer = make_layer(name, options, inherited, rng);
+        return gradcheck_sequence_layer(*layer, 4, seed);
+      }));
+    }
   return cases;
 }
 

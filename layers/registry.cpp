@@ -30,6 +30,7 @@ struct Entry {
   LayerFactory make;
   LayerParameterCount count;  // may be empty
   bool builtin = false;
+  std::vector<LayerCheckCase> checks;  // empty: the one default case
 };
 using Registry = std::map<std::string, Entry, std::less<>>;
 
@@ -52,17 +53,40 @@ int64_t count_linear_parameters(LayerOptions& o) {
 Registry& registry() {
   using K = LayerKind;
   static Registry r = {
-      {"dropout", {K::other, make_dropout_layer, no_parameters, true}},
+      {"dropout", {K::other, make_dropout_layer, no_parameters, true, {}}},
       {"feed_forward",
-       {K::feed_forward, make_feed_forward_layer, count_feed_forward_parameters, true}},
-      {"layer_norm", {K::norm, make_layer_norm_layer, count_layer_norm_parameters, true}},
-      {"linear", {K::other, make_linear_layer, count_linear_parameters, true}},
+       {K::feed_forward,
+        make_feed_forward_layer,
+        count_feed_forward_parameters,
+        true,
+        {{"gelu, bias", {}}, {"no bias, d_ff 3", {{"bias", false}, {"d_ff", 3}}}}}},
+      {"layer_norm",
+       {K::norm,
+        make_layer_norm_layer,
+        count_layer_norm_parameters,
+        true,
+        {{"affine", {}}, {"no affine, eps 1e-3", {{"affine", false}, {"eps", 1e-3}}}}}},
+      {"linear",
+       {K::other,
+        make_linear_layer,
+        count_linear_parameters,
+        true,
+        {{"d_model to d_model", {}}, {"no bias, 4 to 3", {{"bias", false}, {"out_features", 3}}}}}},
       {"multi_head_attention",
-       {K::attention, make_multi_head_attention_layer, count_multi_head_attention_parameters,
-        true}},
+       {K::attention,
+        make_multi_head_attention_layer,
+        count_multi_head_attention_parameters,
+        true,
+        {{"2 heads, bias", {}},
+         {"1 head, no bias", {{"heads", 1}, {"bias", false}}},
+         {"4 heads of head_dim 3", {{"heads", 4}, {"head_dim", 3}}}}}},
       {"positional_encoding",
-       {K::positions, make_positional_encoding_layer, count_positional_encoding_parameters, true}},
-      {"softmax", {K::other, make_softmax_layer, no_parameters, true}},
+       {K::positions,
+        make_positional_encoding_layer,
+        count_positional_encoding_parameters,
+        true,
+        {{"learned", {}}, {"sinusoidal", {{"kind", "sinusoidal"}}}}}},
+      {"softmax", {K::other, make_softmax_layer, no_parameters, true, {}}},
   };
   return r;
 }
@@ -188,17 +212,31 @@ const char* layer_kind_name(LayerKind kind) {
 }
 
 void register_layer(std::string name, LayerKind kind, LayerFactory factory,
-                    LayerParameterCount count) {
+                    LayerParameterCount count, std::vector<LayerCheckCase> checks) {
   if (name.empty()) fail("register_layer: the name is empty");
   if (!factory) fail("register_layer: the factory for '{}' is empty", name);
-  auto [it, inserted] =
-      registry().emplace(name, Entry{kind, std::move(factory), std::move(count), false});
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (checks[i].variant.empty())
+      fail("register_layer: a gradcheck case of layer '{}' has no variant", name);
+    for (size_t j = 0; j < i; ++j)
+      if (checks[j].variant == checks[i].variant)
+        fail("register_layer: layer '{}' has two gradcheck cases named '{}'", name,
+             checks[i].variant);
+  }
+  auto [it, inserted] = registry().emplace(
+      name, Entry{kind, std::move(factory), std::move(count), false, std::move(checks)});
   if (!inserted) fail("register_layer: a layer named '{}' is already registered", name);
 }
 
 LayerRegistrar::LayerRegistrar(std::string name, LayerKind kind, LayerFactory factory,
-                               LayerParameterCount count) {
-  register_layer(std::move(name), kind, std::move(factory), std::move(count));
+                               LayerParameterCount count, std::vector<LayerCheckCase> checks) {
+  register_layer(std::move(name), kind, std::move(factory), std::move(count), std::move(checks));
+}
+
+std::vector<LayerCheckCase> layer_check_cases(std::string_view name) {
+  const Entry& entry = find_entry(name);
+  if (entry.checks.empty()) return {LayerCheckCase{"from the registry", OptionMap{}}};
+  return entry.checks;
 }
 
 void unregister_layer(std::string_view name) {

@@ -105,15 +105,29 @@ using LayerFactory = std::function<std::shared_ptr<SequenceLayer>(LayerOptions&)
 // (only the keys that decide shapes need to be asked for). Allocates nothing.
 using LayerParameterCount = std::function<int64_t(LayerOptions&)>;
 
-// Adds a factory (and optionally its counter) under `name`. Throws if the name is empty or
-// already registered.
+// One gradcheck situation of a registered layer: what it covers and the layer's own options
+// table, over the small model values gradcheck passes down (d_model 4, heads 2, d_ff 6,
+// max_len 5, activation gelu), on inputs [2, 3, 4] in training mode. Declare one per option that
+// changes the backward (no bias, other heads counts, another kind); `headlab gradcheck` names
+// each "registry: <variant>". A layer that declares none is checked once with its defaults
+// (variant "from the registry").
+struct LayerCheckCase {
+  std::string variant;  // "1 head, no bias"
+  OptionMap options;    // {{"heads", 1}, {"bias", false}}
+};
+
+// Adds a factory (and optionally its counter and gradcheck cases) under `name`. Throws if the
+// name is empty or already registered, or two cases share a variant.
 void register_layer(std::string name, LayerKind kind, LayerFactory factory,
-                    LayerParameterCount count = {});
+                    LayerParameterCount count = {}, std::vector<LayerCheckCase> checks = {});
 // Registers at static-initialisation time: `static LayerRegistrar r("name", kind, factory);`.
 struct LayerRegistrar {
   LayerRegistrar(std::string name, LayerKind kind, LayerFactory factory,
-                 LayerParameterCount count = {});
+                 LayerParameterCount count = {}, std::vector<LayerCheckCase> checks = {});
 };
+// The gradcheck cases a registered layer declared, or the one default case when it declared
+// none; throws the unknown-layer error of make_layer for an unknown name.
+std::vector<LayerCheckCase> layer_check_cases(std::string_view name);
 // Removes a layer that register_layer added (the plugin loader undoes a failed plugin's
 // registrations with it). Throws for a built-in layer; an unknown name is a no-op.
 void unregister_layer(std::string_view name);

@@ -133,7 +133,7 @@ std::vector<GradcheckCase> op_gradcheck_cases() {
   Cases c;
   for (auto* family : {linear_algebra, elementwise, dropout_cases, shapes, softmaxes,
                        cross_entropy_cases, layer_norm_cases, indexing, linears,
-                       add_layer_norm_cases, attention, reductions, joins, selection})
+                       add_layer_norm_cases, attention, reductions, joins, selection, broadcasting})
     family(c);
   return c.take();
 }
@@ -146,7 +146,7 @@ std::vector<std::string> differentiable_op_names() {
   for (const char* name : {"dropout", "sum", "mean", "max", "logsumexp", "cumsum", "reshape",
                            "transpose", "permute", "concat",
                            "slice", "split_heads", "merge_heads", "softmax", "log_softmax",
-                           "cross_entropy", "layer_norm", "embedding", "masked_fill", "where",
+                           "cross_entropy", "layer_norm", "embedding", "expand", "masked_fill", "where", "einsum",
                            "head_gate", "head_gate_merged", "linear", "add_layer_norm",
                            "self_attention"})
     names.push_back(name);

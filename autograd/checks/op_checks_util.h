@@ -106,8 +106,9 @@ void indexing(Cases& c);
 void linears(Cases& c);
 void add_layer_norm_cases(Cases& c);
 void attention(Cases& c);
-void reductions(Cases& c);  // op_checks_dims.cpp
-void joins(Cases& c);       // op_checks_dims.cpp
-void selection(Cases& c);   // op_checks_dims.cpp
+void reductions(Cases& c);    // op_checks_dims.cpp
+void joins(Cases& c);         // op_checks_dims.cpp
+void selection(Cases& c);     // op_checks_dims.cpp
+void broadcasting(Cases& c);  // op_checks_broadcast.cpp: expand, where, masked_fill, einsum
 
 }  // namespace headlab::op_checks

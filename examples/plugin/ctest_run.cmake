@@ -1,7 +1,9 @@
 # The CTest test "examples: plugin" (tests/CMakeLists.txt): with headlab installed into a
 # temporary prefix (the fixture of tests/install), builds this folder against that prefix
 # alone, trains plugin.toml with the installed `headlab train --plugin`, checks heads.json and
-# report.html, and evaluates the run with `headlab eval` without --plugin (run.json has it).
+# report.html, evaluates the run with `headlab eval` without --plugin (run.json has it), and
+# gradchecks the plugin's op and layers with the installed `headlab gradcheck --plugin` on every
+# backend.
 #   cmake -DSOURCE_DIR=<this folder> -DBINARY_DIR=... -DPREFIX=... -DGENERATOR=...
 #     -DCXX_COMPILER=... [-DBUILD_TYPE= -DCXX_FLAGS= -DLINK_FLAGS= -DLAUNCHER=] -P ctest_run.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/../../tests/install/common.cmake)
@@ -40,4 +42,17 @@ expect_in("${record}" "${plugin}" "run.json")
 run(OUT out COMMAND ${headlab} eval ${run_dir} --json)
 string(JSON components GET "${out}" component_accuracy)
 expect_in("${components}" "\"mirror\"" "headlab eval (no --plugin)")
+# Each name the plugin registered with gradcheck cases, on every backend: the op's three cases
+# and alibi_attention's two.
+foreach(name squareplus alibi_attention)
+  run(OUT out COMMAND ${headlab} gradcheck --plugin ${plugin} --only ${name})
+  expect_in("${out}" " 0 failed" "headlab gradcheck --only ${name}")
+endforeach()
+expect_in("${out}" "6 checks, 0 failed" "headlab gradcheck --only alibi_attention")
+run(OUT out COMMAND ${headlab} gradcheck --plugin ${plugin} --only squareplus --json)
+string(REGEX MATCHALL "\"pass\":true" passed "${out}")
+list(LENGTH passed passed_count)
+if(NOT passed_count EQUAL 9)  # 3 cases x 3 backends
+  message(FATAL_ERROR "headlab gradcheck --only squareplus: ${passed_count} of 9 passed:\n${out}")
+endif()
 message(STATUS "plugin trained: eval accuracy ${accuracy}, s_match ${s_match}")

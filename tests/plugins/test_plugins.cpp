@@ -15,6 +15,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "autograd/op_registry.h"
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
@@ -88,8 +89,8 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
             "registered was kept",
             "test_fresh_layer"},
         Bad{"bad_version",
-            "was built against headlab 0.1.0 (plugin ABI 6), but this is headlab " HEADLAB_VERSION
-            " (plugin ABI 6): rebuild it against this headlab",
+            "was built against headlab 0.1.0 (plugin ABI 7), but this is headlab " HEADLAB_VERSION
+            " (plugin ABI 7): rebuild it against this headlab",
             ""},
         Bad{"bad_headers",
             "was built against other headers than this headlab's, though both say "
@@ -97,7 +98,15 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
             "test_edited_headers_layer"},
         Bad{"bad_static",
             "registers layer 'test_static_layer' at load time, outside its entry point",
-            "test_static_layer"}}) {
+            "test_static_layer"},
+        Bad{"bad_op_builtin",
+            "registers op 'softmax', which is already registered (built in); nothing it "
+            "registered was kept",
+            "test_fresh_op"},
+        Bad{"bad_op_cases",
+            "registration failed: register_op: op 'test_twin_cases' has two gradcheck cases named "
+            "'plain'; nothing it registered was kept",
+            "test_layer_before_op"}}) {
     CAPTURE(b.plugin);
     const fs::path path = plugin(b.plugin);
     const std::string error = error_of(path);
@@ -106,6 +115,8 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
     if (std::string_view(b.plugin) == "bad_headers")
       CHECK(error.ends_with("...): rebuild it against this headlab"));
     if (*b.leftover) CHECK_FALSE(has_layer(b.leftover));
+    if (*b.leftover) CHECK_FALSE(has_op(b.leftover));
+    CHECK_FALSE(has_op("test_twin_cases"));
     CHECK_FALSE(loaded(path));
     CHECK_FALSE(mapped(path));       // closed again
     CHECK(error_of(path) == error);  // and refused the same way a second time
@@ -126,11 +137,13 @@ TEST_CASE("plugins: the example plugin registers its layers and task once") {
   const LoadedPlugin p = load_plugin(path);
   CHECK(p.path == path);
   CHECK(p.sha256 == sha256_file(path));
-  REQUIRE(p.registered.size() == 4);
+  REQUIRE(p.registered.size() == 5);
   CHECK(p.registered[0].describe() == "layer swiglu (feed_forward)");
   CHECK(p.registered[1].describe() == "layer alibi_attention (attention)");
   CHECK(p.registered[2].describe() == "layer talking_heads_attention (attention)");
   CHECK(p.registered[3].describe() == "task mirror");
+  CHECK(p.registered[4].describe() == "op squareplus (3 gradcheck cases)");
+  CHECK(has_op("squareplus"));
   CHECK(layer_kind("alibi_attention") == LayerKind::attention);
   CHECK(has_task("mirror"));
   // Again, through a symbolic link, or with its digest: a no-op.
@@ -151,7 +164,8 @@ TEST_CASE("plugins: the example plugin registers its layers and task once") {
                                            path.string() + "'); nothing it registered was kept");
 }
 
-TEST_CASE("plugins: the example plugin's layers pass gradcheck on every backend") {
+TEST_CASE(
+    "plugins: the example plugin's op and layers pass their gradcheck cases on every backend") {
   load_plugin(plugin("example_plugin"));
   int checked = 0;
   for (const GradcheckCase& c : registry_gradcheck_cases()) {
@@ -164,8 +178,20 @@ TEST_CASE("plugins: the example plugin's layers pass gradcheck on every backend"
       ++checked;
     }
   }
+  // Its op, with the cases it registered: three shapes and values of b.
+  for (const GradcheckCase& c : registered_op_gradcheck_cases()) {
+    if (c.name != "squareplus") continue;
+    CHECK(c.kind == "op");
+    for (Backend backend : {Backend::reference, Backend::blas, Backend::onednn}) {
+      set_backend(backend);
+      const GradcheckResult r = c.run(3);
+      CHECK_MESSAGE(r.pass, c.variant << " on " << backend_name(backend) << ": " << r.worst);
+      CHECK(r.checked > 0);
+      ++checked;
+    }
+  }
   set_backend(Backend::reference);
-  CHECK(checked == 9);
+  CHECK(checked == 12 + 9);  // swiglu, talking heads and alibi's two cases; squareplus's three
   // Learned slopes get their gradient through the bias.
   Rng rng(5);
   auto alibi = make_layer("alibi_attention", OptionMap{{"learn_slopes", true}},

@@ -151,13 +151,55 @@ TEST_CASE("plugins: a sweep passes its plugins to every run") {
   }
 }
 
+TEST_CASE("plugins: gradcheck --plugin checks a plugin's op on every backend, --only selects it") {
+  const RunResult r = cli({"gradcheck", "--plugin", kPlugin.string(), "--only", "squareplus"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+  CHECK(r.out.find("9 checks, 0 failed") != std::string::npos);  // 3 cases x 3 backends
+  int rows = 0;  // a passing row per case and backend: name, case, kind, backend ... pass
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("squareplus ")) {
+      CHECK(line.ends_with("pass"));
+      CHECK(line.find(" op ") != std::string::npos);
+      ++rows;
+    }
+  CHECK(rows == 9);
+  CHECK(r.out.find("b = 0.5, [2, 2, 3]") != std::string::npos);
+}
+
+TEST_CASE("plugins: a plugin op with a wrong backward fails gradcheck with exit 4 naming it") {
+  const fs::path bad = fs::path(HEADLAB_TEST_PLUGIN_DIR) / "libheadlab_bad_gradient.so";
+  const RunResult r = cli({"gradcheck", "--plugin", bad.string(), "--only", "test_wrong_backward",
+                           "--backend", "reference"});
+  INFO(r.describe());
+  CHECK(r.exit_code == 4);  // kGradcheckFailed, README's exit-code table
+  for (const char* variant : {"plain [2, 3]", "size-1 dims [1, 4]"}) {
+    CAPTURE(variant);
+    // The row names the op and the case and says FAIL; the next line is the worst element.
+    const size_t row = r.out.find(std::string("test_wrong_backward  ") + variant);
+    REQUIRE(row != std::string::npos);
+    const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
+    CHECK(line.ends_with("FAIL"));
+  }
+  CHECK(r.out.find("analytic") != std::string::npos);
+  CHECK(r.out.find("2 checks, 2 failed") != std::string::npos);
+  // --json: one object per case, pass false and the worst element.
+  const RunResult j = cli({"gradcheck", "--plugin", bad.string(), "--only", "test_wrong_backward",
+                           "--backend", "blas", "--json"});
+  CHECK(j.exit_code == 4);
+  const json first = json::parse(j.out.substr(0, j.out.find('\n')));
+  CHECK(first["name"] == "test_wrong_backward");
+  CHECK(first["variant"] == "plain [2, 3]");
+  CHECK(first["pass"] == false);
+}
+
 TEST_CASE("plugins: headlab info lists what each loaded plugin registered") {
   const RunResult r = cli({"info", "--plugin", kPlugin.string(), "--plugin", kPlugin.string()});
   REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
   CHECK(r.out.find("plugins: 1\n  " + kPlugin.string() + " (sha256 ") != std::string::npos);
   CHECK(r.out.find("    layer swiglu (feed_forward)\n    layer alibi_attention (attention)\n"
-                   "    layer talking_heads_attention (attention)\n    task mirror\n") !=
-        std::string::npos);
+                   "    layer talking_heads_attention (attention)\n    task mirror\n"
+                   "    op squareplus (3 gradcheck cases)\n") != std::string::npos);
   CHECK(r.out.find("  attention: alibi_attention, multi_head_attention, "
                    "talking_heads_attention\n") != std::string::npos);
   CHECK(r.out.find("tasks: conllu, dependency, mirror\n") != std::string::npos);

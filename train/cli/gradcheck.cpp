@@ -1,5 +1,5 @@
-// `headlab gradcheck`: every registered gradcheck case (ops, and layers once registered) on each
-// backend; a table, or one JSON object per line with --json. Exits with 4 (kGradcheckFailed) if
+// `headlab gradcheck`: every registered gradcheck case (the built-in ops, ops registered by a
+// program or a plugin, and the layers with each case they declare) on each backend; a table, or one JSON object per line with --json. Exits with 4 (kGradcheckFailed) if
 // any check fails; 1 stays for internal errors.
 
 #include <cmath>
@@ -12,6 +12,7 @@
 
 #include "autograd/checks/op_checks.h"
 #include "autograd/gradcheck.h"
+#include "autograd/op_registry.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
 #include "core/threads.h"
@@ -25,7 +26,7 @@ namespace {
 // Every suite of cases the command runs: a new family is one more line here.
 std::vector<GradcheckCase> all_cases() {
   std::vector<GradcheckCase> cases;
-  for (auto suite : {&op_gradcheck_cases, &layer_gradcheck_cases}) {
+  for (auto suite : {&op_gradcheck_cases, &registered_op_gradcheck_cases, &layer_gradcheck_cases}) {
     std::vector<GradcheckCase> more = suite();
     for (GradcheckCase& c : more) cases.push_back(std::move(c));
   }
@@ -93,7 +94,7 @@ void add_gradcheck_command(CLI::App& app, int& exit_code) {
                  "Threads for oneDNN and OpenBLAS (0: all cores; default 1)");
   add_string_option(*cmd, "--only", only, "Run only the cases with this name (e.g. softmax)",
                     "the name of a case, e.g. softmax");
-  add_plugin_option(cmd, plugins);  // their layers get the registry's generic case
+  add_plugin_option(cmd, plugins);  // their ops and layers with the cases they declare
   cmd->callback([&exit_code] {
     load_plugin_flags(plugins);
     set_num_threads(threads);

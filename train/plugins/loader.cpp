@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "autograd/checks/op_checks.h"
+#include "autograd/op_registry.h"
 #include "core/error.h"
 #include "train/io/files.h"
 #include "train/io/sha256.h"
@@ -96,7 +98,7 @@ std::string owner(const std::string& type, const std::string& name) {
 }
 
 void check_names(const std::string& plugin, const PluginRegistry& r) {
-  std::set<std::string> layers, tasks;
+  std::set<std::string> layers, tasks, ops;
   for (const auto& l : r.layers()) {
     if (!layers.insert(l.name).second)
       refuse(plugin, fmt::format("registers layer '{}' twice{}", l.name, kNothingKept));
@@ -111,23 +113,45 @@ void check_names(const std::string& plugin, const PluginRegistry& r) {
       refuse(plugin, fmt::format("registers task '{}', which is already registered ({}){}", t.name,
                                  owner("task", t.name), kNothingKept));
   }
+  const std::vector<std::string> builtin_ops = differentiable_op_names();
+  for (const auto& o : r.ops()) {
+    if (!ops.insert(o.name).second)
+      refuse(plugin, fmt::format("registers op '{}' twice{}", o.name, kNothingKept));
+    const bool builtin =
+        std::find(builtin_ops.begin(), builtin_ops.end(), o.name) != builtin_ops.end();
+    if (builtin || has_op(o.name))
+      refuse(plugin, fmt::format("registers op '{}', which is already registered ({}){}", o.name,
+                                 builtin ? "built in" : owner("op", o.name), kNothingKept));
+  }
+}
+
+void unregister(const PluginItem& item) {
+  if (item.type == "layer") unregister_layer(item.name);
+  if (item.type == "task") unregister_task(item.name);
+  if (item.type == "op") unregister_op(item.name);
 }
 
 // Registers every staged entry, or none: a failure half-way undoes what it did.
-std::vector<PluginItem> commit(const PluginRegistry& r) {
+std::vector<PluginItem> commit(const std::string& plugin, const PluginRegistry& r) {
   std::vector<PluginItem> done;
   try {
     for (const auto& l : r.layers()) {
-      register_layer(l.name, l.kind, l.factory, l.count);
+      register_layer(l.name, l.kind, l.factory, l.count, l.checks);
       done.push_back({"layer", l.name, layer_kind_name(l.kind)});
     }
     for (const auto& t : r.tasks()) {
       register_task(t.name, t.factory);
       done.push_back({"task", t.name, ""});
     }
+    for (const auto& o : r.ops()) {
+      register_op(o.name, o.function, o.cases);
+      done.push_back({"op", o.name, fmt::format("{} gradcheck cases", o.cases.size())});
+    }
+  } catch (const std::exception& e) {  // a case register_op refuses (no variant, a twin)
+    for (const PluginItem& item : done) unregister(item);
+    refuse(plugin, std::string("registration failed: ") + e.what() + kNothingKept);
   } catch (...) {
-    for (const PluginItem& item : done)
-      item.type == "layer" ? unregister_layer(item.name) : unregister_task(item.name);
+    for (const PluginItem& item : done) unregister(item);
     throw;
   }
   return done;
@@ -135,15 +159,17 @@ std::vector<PluginItem> commit(const PluginRegistry& r) {
 
 // Names registered while the library was opened, by static registrars: undone and refused.
 void refuse_static_registrations(const std::string& plugin, const std::vector<std::string>& layers,
-                                 const std::vector<std::string>& tasks) {
+                                 const std::vector<std::string>& tasks,
+                                 const std::vector<std::string>& ops) {
   std::vector<PluginItem> added;
+  for (const std::string& n : registered_ops())
+    if (!std::binary_search(ops.begin(), ops.end(), n)) added.push_back({"op", n, ""});
   for (const std::string& n : registered_layers())
     if (!std::binary_search(layers.begin(), layers.end(), n)) added.push_back({"layer", n, ""});
   for (const std::string& n : registered_tasks())
     if (!std::binary_search(tasks.begin(), tasks.end(), n)) added.push_back({"task", n, ""});
   if (added.empty()) return;
-  for (const PluginItem& item : added)
-    item.type == "layer" ? unregister_layer(item.name) : unregister_task(item.name);
+  for (const PluginItem& item : added) unregister(item);
   refuse(plugin, fmt::format("registers {} '{}' at load time, outside its entry point (a static "
                              "registrar): register in HEADLAB_PLUGIN instead{}",
                              added[0].type, added[0].name, kNothingKept));
@@ -163,7 +189,7 @@ std::vector<PluginItem> register_plugin(const std::string& plugin,
   }
   if (!error.empty()) refuse(plugin, "registration failed: " + error + kNothingKept);
   check_names(plugin, registry);
-  return commit(registry);
+  return commit(plugin, registry);
 }
 
 }  // namespace
@@ -192,10 +218,11 @@ LoadedPlugin load_plugin(const fs::path& path, std::string_view expected_sha256)
 
   const std::vector<std::string> layers_before = registered_layers();
   const std::vector<std::string> tasks_before = registered_tasks();
+  const std::vector<std::string> ops_before = registered_ops();
   Library library(dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (!library.get())
     refuse(name, "cannot be loaded as a shared library: " + dl_error(absolute.string()));
-  refuse_static_registrations(name, layers_before, tasks_before);
+  refuse_static_registrations(name, layers_before, tasks_before, ops_before);
   using Entry = const headlab_plugin_info* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(library.get(), kPluginEntryPoint));
   if (!entry)

@@ -32,10 +32,10 @@ namespace headlab {
 
 // One name a plugin registered.
 struct PluginItem {
-  std::string type;  // "layer" or "task"
+  std::string type;  // "layer", "task" or "op"
   std::string name;
-  std::string kind;  // a layer's kind (layer_kind_name), "" for a task
-  // "layer swiglu (feed_forward)", "task mirror".
+  std::string kind;  // a layer's kind (layer_kind_name), an op's case count, "" for a task
+  // "layer swiglu (feed_forward)", "task mirror", "op squareplus (3 gradcheck cases)".
   std::string describe() const;
 };
 

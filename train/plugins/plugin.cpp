@@ -5,10 +5,19 @@
 namespace headlab {
 
 void PluginRegistry::add_layer(std::string name, LayerKind kind, LayerFactory factory,
-                               LayerParameterCount count) {
+                               LayerParameterCount count, std::vector<LayerCheckCase> checks) {
   if (name.empty()) fail("add_layer: the name is empty");
   if (!factory) fail("add_layer: the factory for '{}' is empty", name);
-  layers_.push_back({std::move(name), kind, std::move(factory), std::move(count)});
+  layers_.push_back(
+      {std::move(name), kind, std::move(factory), std::move(count), std::move(checks)});
+}
+
+void PluginRegistry::add_op(std::string name, OpFunction function, std::vector<OpCase> cases) {
+  if (name.empty()) fail("add_op: the name is empty");
+  if (!function) fail("add_op: the function of op '{}' is empty", name);
+  if (cases.empty())
+    fail("add_op: op '{}' has no gradcheck case (give several: shapes, dims, options)", name);
+  ops_.push_back({std::move(name), std::move(function), std::move(cases)});
 }
 
 void PluginRegistry::add_task(std::string name, TaskFactory factory) {

@@ -8,6 +8,7 @@
 //   HEADLAB_PLUGIN(registry) {
 //     registry.add_layer("swiglu", headlab::LayerKind::feed_forward, make_swiglu, count_swiglu);
 //     registry.add_task("mirror", make_mirror_task);
+//     registry.add_op("squareplus", squareplus_op, squareplus_cases);  // autograd/op_registry.h
 //   }
 //
 // `headlab train CONFIG --plugin libmine.so` (or runtime.plugins = ["libmine.so"] in the config)
@@ -38,6 +39,7 @@
 // HEADLAB_HEADERS_FINGERPRINT: the SHA-256 of the public headers' contents, generated at build
 // time (cmake/HeadersFingerprint.cmake) and installed beside them; a consumer configured with
 // find_package(headlab) gets the value of the headers it really includes as a definition.
+#include "autograd/op_registry.h"
 #include "headlab_headers_fingerprint.h"
 #include "layers/registry.h"
 #include "train/tasks/registry.h"
@@ -52,7 +54,9 @@
 // MultiHeadAttention, which a plugin's layers derive from, carry hook points (attach_hooks) and
 // the score and pattern transforms; 6: headlab_plugin_info ends with the fingerprint of the
 // public headers (HEADLAB_HEADERS_FINGERPRINT), compared in the handshake.
-#define HEADLAB_PLUGIN_ABI 6
+// 7: PluginRegistry registers ops with their gradcheck cases (add_op) and layers with theirs
+// (add_layer's LayerCheckCase list).
+#define HEADLAB_PLUGIN_ABI 7
 
 // The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
 // string/list ABI (both GCC and clang define these on Linux).
@@ -90,6 +94,12 @@ class PluginRegistry {
     LayerKind kind = LayerKind::other;
     LayerFactory factory;
     LayerParameterCount count;
+    std::vector<LayerCheckCase> checks;
+  };
+  struct OpEntry {
+    std::string name;
+    OpFunction function;
+    std::vector<OpCase> cases;
   };
   struct TaskEntry {
     std::string name;
@@ -98,15 +108,20 @@ class PluginRegistry {
 
   // As register_layer (layers/registry.h) and register_task (train/tasks/registry.h).
   void add_layer(std::string name, LayerKind kind, LayerFactory factory,
-                 LayerParameterCount count = {});
+                 LayerParameterCount count = {}, std::vector<LayerCheckCase> checks = {});
   void add_task(std::string name, TaskFactory factory);
+  // As register_op (autograd/op_registry.h): the op and its gradcheck cases, which
+  // `headlab gradcheck --plugin P` runs on every backend.
+  void add_op(std::string name, OpFunction function, std::vector<OpCase> cases);
 
   const std::vector<LayerEntry>& layers() const { return layers_; }
   const std::vector<TaskEntry>& tasks() const { return tasks_; }
+  const std::vector<OpEntry>& ops() const { return ops_; }
 
  private:
   std::vector<LayerEntry> layers_;
   std::vector<TaskEntry> tasks_;
+  std::vector<OpEntry> ops_;
 };
 
 }  // namespace headlab
