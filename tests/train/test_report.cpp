@@ -470,16 +470,16 @@ TEST_CASE("train: the run report draws an unclaimed assignment grey and dashed, 
   CHECK(html.find("<p class=\"verdict\" id=\"verdict\">2 of 3 relations") != std::string::npos);
   const std::string spec = section(html, "specialization");
   CHECK(spec.find("\u2192 SEM (unclaimed)</text>") != std::string::npos);
-  CHECK(spec.find("fill=\"#8a919c\">\u2192 SEM") != std::string::npos);  // grey, not SEM purple
-  CHECK(spec.find("fill=\"#2e9e44\">\u2192 HEAD</text>") != std::string::npos);
-  CHECK(spec.find("stroke=\"#8a919c\" stroke-width=\"1.8\" stroke-dasharray") != std::string::npos);
-  CHECK(spec.find("stroke=\"#e8710a\" stroke-width=\"1.8\"/>") != std::string::npos);  // PREV solid
+  CHECK(spec.find("fill=\"#6b7280\">\u2192 SEM") != std::string::npos);  // grey, not SEM purple
+  CHECK(spec.find("fill=\"#0072b2\">\u2192 HEAD</text>") != std::string::npos);
+  CHECK(spec.find("stroke=\"#6b7280\" stroke-width=\"1.8\" stroke-dasharray") != std::string::npos);
+  CHECK(spec.find("stroke=\"#b34e00\" stroke-width=\"1.8\"/>") != std::string::npos);  // PREV solid
   // The summary's SEM tag is outlined; the ablation bar of L0 H2 is grey.
   const std::string summary = section(html, "summary");
-  CHECK(summary.find("tag open\" style=\"border-color:#8e44ad;color:#8e44ad\">SEM") !=
+  CHECK(summary.find("tag open\" style=\"border-color:#a84f86;color:#a84f86\">SEM") !=
         std::string::npos);
   CHECK(summary.find("unclaimed: not above 0.5") != std::string::npos);
-  CHECK(section(html, "ablation").find("fill=\"#8e44ad\"") == std::string::npos);
+  CHECK(section(html, "ablation").find("fill=\"#a84f86\"") == std::string::npos);
   CHECK(section(html, "ablation").find("SEM unclaimed") != std::string::npos);
 }
 
