@@ -351,7 +351,7 @@ TEST_CASE("train: the run report is one well-formed, self-contained page with ev
   const std::string att = section(html, "attention");
   CHECK(att.find("L0 H0 \u2192 PREV 0.97") != std::string::npos);
   CHECK(att.find("SUBJ:2") != std::string::npos);
-  CHECK(att.find("fill=\"none\" stroke=\"#8e44ad\"") != std::string::npos);  // a SEM partner mark
+  CHECK(att.find("fill=\"none\" stroke=\"#a84f86\"") != std::string::npos);  // a SEM partner mark
   // Head 0 puts 0.6 on key (i + 0) % 5: query 2 SUBJ:2 on itself, the gold PREV partner of 3.
   CHECK(att.find("<title>query 2 SUBJ:2 \u2192 key 2 SUBJ:2: 0.600</title>") != std::string::npos);
   CHECK(att.find("<title>query 3 OBJ:0 \u2192 key 2 SUBJ:2: 0.100 (gold PREV, SEM)</title>") !=
@@ -545,7 +545,7 @@ TEST_CASE("train: the sweep report draws every seed and links each to its run's 
   // Three dots link (the directory name percent-encoded), the fourth is drawn without a link.
   for (const char* link :
        {"run%200%230/report.html", "run%200%231/report.html", "run%201%230/report.html"})
-    CHECK(seeds.find(fmt::format("<a href=\"{}\"><circle", link)) != std::string::npos);
+    CHECK(seeds.find(fmt::format("<a href=\"{}\" aria-label=\"", link)) != std::string::npos);
   CHECK(seeds.find("run%201%231") == std::string::npos);
   CHECK(seeds.find("model.heads=2, seed 2: eval_accuracy 0.610") != std::string::npos);
   size_t dots = 0;

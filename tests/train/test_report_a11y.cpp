@@ -158,7 +158,7 @@ TEST_CASE("train: report charts are named and labels in relation colour keep it"
   const std::string spec = section(html, "specialization");
   CHECK(spec.find("(unassigned: HEAD)</text>") != std::string::npos);
   CHECK(spec.find("(HEAD)</text>") == std::string::npos);
-  CHECK(spec.find("\"(unassigned: R)\" in grey: a head with no relation assigned") !=
+  CHECK(spec.find("&quot;(unassigned: R)&quot; in grey: a head with no relation assigned") !=
         std::string::npos);
   CHECK(spec.find("fill=\"" + relation_color(0) + "\">P</text>") != std::string::npos);
 }
