@@ -171,7 +171,7 @@ const char* const kAttentionScript = R"js(
     mapBox.appendChild(draw(e, k, Math.max(6, Math.min(22, Math.floor(560 / D.T))), true));
     thumbs.textContent = '';
     thumbsTitle.textContent = 'Every head of layer ' + layer + ' on sentence ' + (e + 1) +
-        ' (click one to show it):';
+        ' (click one, or Tab to it and press Enter, to show it):';
     for (var h = 0; h < D.H; h++) {
       var t = draw(e, layer * D.H + h, Math.max(2, Math.min(6, Math.floor(120 / D.T))), false);
       if (layer * D.H + h === k) t.classList.add('on');
