@@ -351,7 +351,7 @@ TEST_CASE("train: the run report is one well-formed, self-contained page with ev
   const std::string att = section(html, "attention");
   CHECK(att.find("L0 H0 \u2192 PREV 0.97") != std::string::npos);
   CHECK(att.find("SUBJ:2") != std::string::npos);
-  CHECK(att.find("fill=\"none\" stroke=\"#8e44ad\"") != std::string::npos);  // a SEM partner mark
+  CHECK(att.find("fill=\"none\" stroke=\"#a84f86\"") != std::string::npos);  // a SEM partner mark
   // Head 0 puts 0.6 on key (i + 0) % 5: query 2 SUBJ:2 on itself, the gold PREV partner of 3.
   CHECK(att.find("<title>query 2 SUBJ:2 \u2192 key 2 SUBJ:2: 0.600</title>") != std::string::npos);
   CHECK(att.find("<title>query 3 OBJ:0 \u2192 key 2 SUBJ:2: 0.100 (gold PREV, SEM)</title>") !=
@@ -470,16 +470,16 @@ TEST_CASE("train: the run report draws an unclaimed assignment grey and dashed, 
   CHECK(html.find("<p class=\"verdict\" id=\"verdict\">2 of 3 relations") != std::string::npos);
   const std::string spec = section(html, "specialization");
   CHECK(spec.find("\u2192 SEM (unclaimed)</text>") != std::string::npos);
-  CHECK(spec.find("fill=\"#8a919c\">\u2192 SEM") != std::string::npos);  // grey, not SEM purple
-  CHECK(spec.find("fill=\"#2e9e44\">\u2192 HEAD</text>") != std::string::npos);
-  CHECK(spec.find("stroke=\"#8a919c\" stroke-width=\"1.8\" stroke-dasharray") != std::string::npos);
-  CHECK(spec.find("stroke=\"#e8710a\" stroke-width=\"1.8\"/>") != std::string::npos);  // PREV solid
+  CHECK(spec.find("fill=\"#6b7280\">\u2192 SEM") != std::string::npos);  // grey, not SEM purple
+  CHECK(spec.find("fill=\"#0072b2\">\u2192 HEAD</text>") != std::string::npos);
+  CHECK(spec.find("stroke=\"#6b7280\" stroke-width=\"1.8\" stroke-dasharray") != std::string::npos);
+  CHECK(spec.find("stroke=\"#b34e00\" stroke-width=\"1.8\"/>") != std::string::npos);  // PREV solid
   // The summary's SEM tag is outlined; the ablation bar of L0 H2 is grey.
   const std::string summary = section(html, "summary");
-  CHECK(summary.find("tag open\" style=\"border-color:#8e44ad;color:#8e44ad\">SEM") !=
+  CHECK(summary.find("tag open\" style=\"border-color:#a84f86;color:#a84f86\">SEM") !=
         std::string::npos);
   CHECK(summary.find("unclaimed: not above 0.5") != std::string::npos);
-  CHECK(section(html, "ablation").find("fill=\"#8e44ad\"") == std::string::npos);
+  CHECK(section(html, "ablation").find("fill=\"#a84f86\"") == std::string::npos);
   CHECK(section(html, "ablation").find("SEM unclaimed") != std::string::npos);
 }
 
@@ -545,7 +545,7 @@ TEST_CASE("train: the sweep report draws every seed and links each to its run's 
   // Three dots link (the directory name percent-encoded), the fourth is drawn without a link.
   for (const char* link :
        {"run%200%230/report.html", "run%200%231/report.html", "run%201%230/report.html"})
-    CHECK(seeds.find(fmt::format("<a href=\"{}\"><circle", link)) != std::string::npos);
+    CHECK(seeds.find(fmt::format("<a href=\"{}\" aria-label=\"", link)) != std::string::npos);
   CHECK(seeds.find("run%201%231") == std::string::npos);
   CHECK(seeds.find("model.heads=2, seed 2: eval_accuracy 0.610") != std::string::npos);
   size_t dots = 0;

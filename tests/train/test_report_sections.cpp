@@ -119,7 +119,8 @@ TEST_CASE("train: run report pruning curve says whether the specialized heads go
                     step(3, {0, 1}, 0.3)};
   write_json(dir.path / "heads.json", doc);
   s = section(report(dir.path), "pruning");
-  CHECK(s.find("are not the last to go: L0 H2 is pruned 1 of 3") != std::string::npos);
+  CHECK(s.find("are not the last to go: L0 H2 is the 1st of the 3 heads pruned") !=
+        std::string::npos);
 
   // The HEAD head goes first: the backup (0.4) is HEAD's last head.
   doc["pruning"] = {step(0, nullptr, 1.0), step(1, {0, 1}, 0.9), step(2, {0, 2}, 0.6),

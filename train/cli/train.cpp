@@ -15,6 +15,7 @@
 // summary.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -68,12 +69,16 @@ RunDirUse dir_use(const TrainArgs& a) {
   return a.resume ? RunDirUse::write : a.overwrite ? RunDirUse::overwrite : RunDirUse::create;
 }
 
-std::string summary_text(const TrainResult& r, const Config& c) {
+// `analysis_seconds`: the head analysis after the last step (0 without it), part of the run's
+// wall time as the user waits for it.
+std::string summary_text(const TrainResult& r, const Config& c, double analysis_seconds) {
   const EvalMetrics& e = r.final_eval;
   std::string s = fmt::format("run: {}\n", r.run_dir.string());
   s += fmt::format("steps: {} (heads {}, seed {})\n", r.steps, c.model.heads, c.train.seed);
-  s += fmt::format("train time: {:.2f} s ({:.1f} steps/s); wall time {:.2f} s\n", r.train_seconds,
-                   r.steps_per_second, r.wall_seconds);
+  s += fmt::format("train time: {:.2f} s ({:.1f} steps/s); wall time {:.2f} s", r.train_seconds,
+                   r.steps_per_second, r.wall_seconds + analysis_seconds);
+  s += analysis_seconds > 0 ? fmt::format(" (the analysis {:.2f} s of it)\n", analysis_seconds)
+                            : std::string("\n");
   s += fmt::format("eval accuracy: {:.4f}  eval loss: {:.4f}  ({} tokens)\n", e.accuracy, e.loss,
                    e.tokens);
   if (!e.relations.empty()) {
@@ -128,8 +133,14 @@ int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, cons
   // A stop signal after the last step: the run is complete; the analysis is skipped if it had
   // not started, or finishes (its files are written whole) and the signal is reported after it.
   const bool skip_analysis = stop_signal() != 0;
+  const auto analysis_start = std::chrono::steady_clock::now();
   if (!a.no_analysis && !skip_analysis) analyze_after_train(trainer);
-  const std::string summary = summary_text(result, trainer.config());
+  const double analysis_seconds =
+      a.no_analysis || skip_analysis
+          ? 0.0
+          : std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start)
+                .count();
+  const std::string summary = summary_text(result, trainer.config(), analysis_seconds);
   fmt::print("{}", summary);
   flush_stdout();
   Output::get().log_lines(summary);

@@ -5,7 +5,10 @@
 // thousandths}) and draws, for the chosen sentence and head, the head's map (#att-map: cells
 // with a <title> "query Q TOKEN -> key K TOKEN: W (gold R)", gold partners outlined) and a small
 // map of every head of its layer (#att-thumbs, click to choose). The colour scale is the one of
-// svg::sequential (ColorBrewer Blues).
+// svg::sequential (ColorBrewer Blues). Keyboard: the map takes the focus and the arrow keys (Home,
+// End) move a cursor over its cells, whose text goes to the readout (aria-live) as on hover; a
+// small map is a button (Tab to it, Enter or Space to show it). Gold outlines carry their
+// relation's dash pattern (D.dashes) besides its colour.
 
 #include "train/report/sections.h"
 
@@ -70,10 +73,46 @@ const char* const kAttentionScript = R"js(
     D.examples[e].partners.forEach(function (p, r) {
       p.forEach(function (key, q) {
         if (key < 0) return;
-        svg.appendChild(node('rect', {x: ml + key * cell + 1, y: mt + q * cell + 1, width: cell - 2,
-                                      height: cell - 2, fill: 'none', stroke: D.colors[r],
-                                      'stroke-width': 1.8, 'pointer-events': 'none', class: 'mark'}));
+        var at = {x: ml + key * cell + 1, y: mt + q * cell + 1, width: cell - 2, height: cell - 2,
+                  fill: 'none', 'pointer-events': 'none'};
+        svg.appendChild(node('rect', Object.assign({stroke: '#fff', 'stroke-width': 3.2,
+                                                    'stroke-opacity': 0.8}, at)));
+        svg.appendChild(node('rect', Object.assign({stroke: D.colors[r], 'stroke-width': 1.8,
+                                                    'stroke-dasharray': (D.dashes || [])[r] || 'none',
+                                                    class: 'mark'}, at)));
       });
+    });
+  }
+
+  // The keyboard cursor of the big map: cell (q, key), outlined, its text in the readout.
+  function keyboard(svg, e, k, ml, mt, cell) {
+    var T = D.T, at = {q: 0, key: 0};
+    var box = node('rect', {width: cell, height: cell, fill: 'none', stroke: '#1f2430',
+                            'stroke-width': 2.5, 'pointer-events': 'none', class: 'cursor'});
+    box.style.display = 'none';
+    svg.appendChild(box);
+    function show() {
+      box.setAttribute('x', ml + at.key * cell);
+      box.setAttribute('y', mt + at.q * cell);
+      box.style.display = '';
+      readout.textContent = describe(e, k, at.q, at.key);
+    }
+    svg.addEventListener('focus', show);
+    svg.addEventListener('blur', function () { box.style.display = 'none'; });
+    svg.addEventListener('keydown', function (ev) {
+      var moves = {ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0]};
+      if (moves[ev.key]) {
+        at.q = Math.min(T - 1, Math.max(0, at.q + moves[ev.key][0]));
+        at.key = Math.min(T - 1, Math.max(0, at.key + moves[ev.key][1]));
+      } else if (ev.key === 'Home') {
+        at.key = 0;
+      } else if (ev.key === 'End') {
+        at.key = T - 1;
+      } else {
+        return;
+      }
+      ev.preventDefault();
+      show();
     });
   }
 
@@ -84,7 +123,12 @@ const char* const kAttentionScript = R"js(
     var ml = full ? 28 + longest * 6 : 2, mt = full ? 36 + longest * 4.6 : 20;
     var w = Math.max(ml + T * cell + 6, full ? 0 : D.heads[k].caption.length * 6.2 + 4), h = mt + T * cell + (full ? 26 : 4);
     var svg = node('svg', {class: 'chart', width: w, height: h, viewBox: '0 0 ' + w + ' ' + h,
-                           role: 'img', 'data-head': k});
+                           role: full ? 'img' : 'button', tabindex: 0, 'data-head': k});
+    // The big map's name says how to read it; a small map's is its <title> (below), which holds
+    // its visible caption.
+    if (full)
+      svg.setAttribute('aria-label', 'Attention map of ' + D.heads[k].caption + ' on sentence ' +
+                       (e + 1) + ': arrow keys read its cells');
     svg.appendChild(node('text', {x: 2, y: full ? 18 : 13, class: full ? 'ct' : 'lab',
                                   style: 'fill:' + D.heads[k].color}, D.heads[k].caption));
     for (var q = 0; q < T; q++) {
@@ -110,9 +154,13 @@ const char* const kAttentionScript = R"js(
         if (c.getAttribute('data-q') !== null)
           readout.textContent = describe(e, k, +c.getAttribute('data-q'), +c.getAttribute('data-k'));
       });
-      svg.addEventListener('mouseleave', function () { readout.textContent = ''; });
+      svg.addEventListener('mouseleave', function () {
+        if (document.activeElement !== svg) readout.textContent = '';
+      });
+      keyboard(svg, e, k, ml, mt, cell);
     } else {
-      svg.appendChild(node('title', {}, D.heads[k].caption + ' (click to show it)'));
+      svg.insertBefore(node('title', {}, D.heads[k].caption + ' (click or Enter to show it)'),
+                       svg.firstChild);
     }
     return svg;
   }
@@ -123,13 +171,23 @@ const char* const kAttentionScript = R"js(
     mapBox.appendChild(draw(e, k, Math.max(6, Math.min(22, Math.floor(560 / D.T))), true));
     thumbs.textContent = '';
     thumbsTitle.textContent = 'Every head of layer ' + layer + ' on sentence ' + (e + 1) +
-        ' (click one to show it):';
+        ' (click one, or Tab to it and press Enter, to show it):';
     for (var h = 0; h < D.H; h++) {
       var t = draw(e, layer * D.H + h, Math.max(2, Math.min(6, Math.floor(120 / D.T))), false);
       if (layer * D.H + h === k) t.classList.add('on');
+      t.setAttribute('aria-pressed', layer * D.H + h === k ? 'true' : 'false');
       t.addEventListener('click', function (ev) {
         headMenu.value = ev.currentTarget.getAttribute('data-head');
         update();
+      });
+      t.addEventListener('keydown', function (ev) {
+        if (ev.key !== 'Enter' && ev.key !== ' ') return;
+        ev.preventDefault();
+        var chosen = ev.currentTarget.getAttribute('data-head');
+        headMenu.value = chosen;
+        update();
+        // The small maps were drawn anew: the focus goes to the one just chosen.
+        thumbs.querySelector('[data-head="' + chosen + '"]').focus();
       });
       thumbs.appendChild(t);
     }

@@ -136,18 +136,21 @@ std::string static_map(const RunFiles& f, const Heads& h, const Maps& m) {
     }
   for (size_t r = 0; r < p.size(); ++r)
     for (int q = 0; q < m.T; ++q)
-      if (p[r][q] >= 0) o.marks.push_back({q, p[r][q], h.colors[r], ""});
+      if (p[r][q] >= 0)
+        o.marks.push_back({q, p[r][q], h.colors[r], "", false, relation_dash(static_cast<int>(r))});
   return svg::heatmap(static_cast<int>(m.T), static_cast<int>(m.T), values, o);
 }
 
 // Everything the script draws from: weights in thousandths (a tooltip shows three decimals).
 std::string data_json(const RunFiles& f, const Heads& h, const Maps& m) {
-  json heads = json::array(), examples = json::array(), w = json::array();
+  json heads = json::array(), examples = json::array(), w = json::array(), dashes = json::array();
+  for (size_t r = 0; r < h.relations.size(); ++r)
+    dashes.push_back(relation_dash(static_cast<int>(r)));
   for (int64_t k = 0; k < m.layers * m.heads; ++k) {
     const bool known = k < static_cast<int64_t>(h.per_head.size());
     heads.push_back(
         {{"caption", known ? head_caption(h, k) : fmt::format("L{} H{}", k / m.heads, k % m.heads)},
-         {"color", known ? head_color(h, k) : "#8a919c"}});
+         {"color", known ? head_color(h, k) : kUnclaimedGrey}});
   }
   for (int64_t e = 0; e < m.examples; ++e) {
     const json& ex = f.tokens["examples"][e];
@@ -163,6 +166,7 @@ std::string data_json(const RunFiles& f, const Heads& h, const Maps& m) {
                     {"T", m.T},
                     {"relations", h.relations},
                     {"colors", h.colors},
+                    {"dashes", dashes},
                     {"heads", heads},
                     {"examples", examples},
                     {"w", w}};
@@ -184,7 +188,9 @@ std::string attention_body(const RunView& v) {
   return lede(fmt::format(
              "Rows are queries, columns the keys they attend to; darker is more weight, and a "
              "cell's tooltip gives the query, the key and the weight. Outlined cells are each "
-             "token's gold partners, coloured by relation. {} of the saved example sentences "
+             "token's gold partners, coloured and dashed by relation. With the keyboard: Tab to "
+             "the map and move over its cells with the arrow keys, or Tab to a small map and press "
+             "Enter. {} of the saved example sentences "
              "(attention.npy, tokens in attention_tokens.json); pick a sentence and a head, or "
              "click a head of the layer.",
              m.examples)) +
@@ -194,7 +200,8 @@ std::string attention_body(const RunView& v) {
          "<div class=\"row\"><div id=\"att-map\">" +
          static_map(v.files, h, m) +
          "</div><div><p class=\"lab\" id=\"att-thumbs-title\"></p><div class=\"thumbs\" "
-         "id=\"att-thumbs\"></div></div></div><p class=\"readout\" id=\"att-readout\"></p>" +
+         "id=\"att-thumbs\"></div></div></div><p class=\"readout\" id=\"att-readout\" "
+         "aria-live=\"polite\"></p>" +
          data_json(v.files, h, m);
 }
 

@@ -118,9 +118,8 @@ std::string path_svg(const std::vector<std::string>& tokens, const Path& p,
                      const std::string& x_name) {
   const int w = 64, top = 70, n = static_cast<int>(tokens.size());
   const auto cx = [&](int t) { return 20 + w * t + w / 2; };
-  std::string s = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"170\">",
-      40 + w * n);
+  std::string s = svg::svg_open(
+      40 + w * n, 170, fmt::format("Two-step path: {} reads what {} put there", y_name, x_name));
   for (int t = 0; t < n; ++t) {
     const bool on = t == p.i || t == p.j || t == p.p;
     s += fmt::format("<text class=\"lab\" x=\"{}\" y=\"{}\" text-anchor=\"middle\"{}>{}</text>",
@@ -135,7 +134,7 @@ std::string path_svg(const std::vector<std::string>& tokens, const Path& p,
     return fmt::format(
         "<path d=\"M{} {} Q{} {} {} {}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:.1f}\"/>"
         "<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>"
-        "<text class=\"lab\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>",
+        "<text class=\"lab\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" style=\"fill:{}\">{}</text>",
         cx(a), y, (cx(a) + cx(b)) / 2, y + 2 * h, cx(b), y, color, 1.0 + 3.0 * wgt, cx(b), y, color,
         (cx(a) + cx(b)) / 2, y + h + (above ? -4 : 12), color,
         svg::escape(fmt::format("{} {:.2f}", label, wgt)));

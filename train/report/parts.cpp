@@ -13,7 +13,7 @@ namespace headlab::report_parts {
 using nlohmann::json;
 
 namespace {
-const char* const kGrey = "#8a919c";  // unclaimed and unassigned heads
+const char* const kGrey = kUnclaimedGrey;  // unclaimed and unassigned heads
 }  // namespace
 
 double num(const json& j, const char* key, double fallback) {
@@ -29,9 +29,10 @@ std::string card(const std::string& key, const std::string& value, const char* c
 }
 
 std::string figure(const std::string& svg_text, const std::string& caption) {
-  return "<figure class=\"figure\">" + svg_text +
+  // The wrapper scrolls a figure wider than its card, so that the page never does.
+  return "<div class=\"scroll\"><figure class=\"figure\">" + svg_text +
          (caption.empty() ? "" : "<figcaption>" + svg::escape(caption) + "</figcaption>") +
-         "</figure>";
+         "</figure></div>";
 }
 
 std::string section(const char* id, const std::string& title, const std::string& lede,
@@ -122,8 +123,12 @@ int strongest(const Heads& h, size_t k) {
 std::string relation_legend(const Heads& h) {
   std::string out = "<p class=\"legend-inline\">";
   for (size_t r = 0; r < h.relations.size(); ++r) {
-    out += fmt::format("<span><i class=\"swatch\" style=\"border-color:{}\"></i>{}</span>",
-                       h.colors[r], svg::escape(h.relations[r]));
+    // The outline as the maps draw it: the relation's colour and its dash pattern.
+    out += fmt::format(
+        "<span><svg class=\"swatch\" width=\"14\" height=\"14\" aria-hidden=\"true\"><rect "
+        "x=\"1\" y=\"1\" width=\"12\" height=\"12\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"2\" stroke-dasharray=\"{}\"/></svg>{}</span>",
+        h.colors[r], relation_dash(static_cast<int>(r)), svg::escape(h.relations[r]));
   }
   return out + "</p>";
 }
@@ -143,13 +148,14 @@ std::string matrix(const Heads& h, const char* key, const std::string& title, bo
     const bool backup = a < 0 && top >= 0 && num(m, h.relations[top].c_str(), 0.0) > 0.3;
     row_notes.push_back(!notes   ? ""
                         : a >= 0 ? "\u2192 " + h.relations[a] + (h.claimed[k] ? "" : " (unclaimed)")
-                        : backup ? "(" + h.relations[top] + ")"
+                        : backup ? "(unassigned: " + h.relations[top] + ")"
                                  : "");
     note_colors.push_back(head_color(h, k));
-    // The assignment outlined: solid in the relation's colour when claimed, dashed grey not.
+    // The assignment outlined: solid in the relation's colour when claimed, dashed grey not;
+    // the relation's initial in the corner says which without the colour.
     if (notes && a >= 0)
-      marks.push_back(
-          {static_cast<int>(k), a, h.claimed[k] ? h.colors[a] : kGrey, "", !h.claimed[k]});
+      marks.push_back({static_cast<int>(k), a, h.claimed[k] ? h.colors[a] : kGrey,
+                       h.relations[a].substr(0, 1), !h.claimed[k]});
   }
   svg::HeatmapOptions o;
   o.title = title;

@@ -87,7 +87,7 @@ int strongest(const Heads& h, size_t k);
 std::string relation_legend(const Heads& h);
 // Heatmap of per_head[k][key][relation] (mass, mass_distinct, argmax_accuracy), rows = heads;
 // with `notes`, the assigned relation ("-> PREV") or, in grey, an unassigned head's clear
-// favourite ("(HEAD)") is written right of its row.
+// favourite ("(unassigned: HEAD)") is written right of its row.
 std::string matrix(const Heads& h, const char* key, const std::string& title, bool notes,
                    int cell = 48);
 // A head's one-line caption: "L0 H0 \u2192 PREV 0.92" (claimed), "L0 H2 \u2192 SEM 0.11

@@ -16,8 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kInk = "#1f2430";   // the page's text colour: 15:1 on white
-const char* const kGrey = "#8a919c";  // unclaimed assignments, as in the mass matrix
+const char* const kInk = "#1f2430";        // the page's text colour: 15:1 on white
+const char* const kGrey = kUnclaimedGrey;  // unclaimed assignments, as in the mass matrix
 
 // j as a number, NaN when it is null (undefined) or anything else.
 double value(const json& j) {

@@ -1,10 +1,12 @@
 // The "pruning" section of the run report (sections.h): the pruning curve of heads.json.
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "train/report/parts.h"
+#include "train/report/report.h"
 #include "train/report/sections.h"
 
 namespace headlab::report_parts {
@@ -66,15 +68,19 @@ std::string curve_chart(const Heads& h, const std::vector<Step>& c) {
       if (c[i].head >= 0 && carried(h, c[i].head, &spec) == static_cast<int>(r))
         mx.push_back(x[i]), my.push_back(acc[i]);
     }
-    s.push_back(series(h.relations[r] + " component", h.colors[r], x, comp, true));
+    svg::Series component = series(h.relations[r] + " component", h.colors[r], x, comp, true);
+    component.shape = relation_shape(static_cast<int>(r));
+    s.push_back(std::move(component));
     svg::Series dots = series("pruned a " + h.relations[r] + " head", h.colors[r], mx, my);
     dots.markers = true;
     dots.line = false;
+    dots.shape = relation_shape(static_cast<int>(r));
     s.push_back(std::move(dots));
   }
   svg::LineChartOptions o =
       chart("Accuracy as heads are pruned", "head pruned (in order)", "eval accuracy");
-  o.width = std::max(410, 60 * static_cast<int>(c.size()) + 120);
+  // 60 px a step up to 720 px (10 heads); past that the ticks turn and the chart keeps its width.
+  o.width = std::clamp(60 * static_cast<int>(c.size()) + 120, 410, 720);
   o.y_min = 0.0;
   o.y_max = 1.0;
   o.x_ticks = ticks;
@@ -93,6 +99,17 @@ std::vector<int> removal_order(const Heads& h, const std::vector<Step>& c) {
   for (size_t k = 0; k < seen.size(); ++k)
     if (!seen[k]) order.push_back(static_cast<int>(k));
   return order;
+}
+
+// 1st, 2nd, 3rd, 4th, .. 11th, 12th, 13th, .. 21st.
+std::string ordinal(size_t n) {
+  const size_t tens = n % 100, ones = n % 10;
+  const char* suffix = tens >= 11 && tens <= 13 ? "th"
+                       : ones == 1              ? "st"
+                       : ones == 2              ? "nd"
+                       : ones == 3              ? "rd"
+                                                : "th";
+  return fmt::format("{}{}", n, suffix);
 }
 
 // Whether the specialized heads (those the assignment behind s_match gives a relation with
@@ -119,8 +136,8 @@ std::string verdict(const Heads& h, const std::vector<Step>& c) {
            " the last to go: every other head was pruned first, and accuracy with only them "
            "left is " +
            svg::number(c[std::min(order.size() - specialized, c.size() - 1)].accuracy, 3) + ".";
-  return head + is + " not the last to go: " + h.label[order[first_special]] + " is pruned " +
-         fmt::format("{} of {}", first_special + 1, order.size() - 1) +
+  return head + is + " not the last to go: " + h.label[order[first_special]] + " is the " +
+         ordinal(first_special + 1) + fmt::format(" of the {} heads pruned", order.size() - 1) +
          ", while a head without a claim is still there.";
 }
 

@@ -150,7 +150,15 @@ std::string mass_matrix_svg(const nlohmann::json& heads, const std::string& titl
 std::string html_page(const std::string& title, const std::string& body,
                       const std::string& script = "");
 // Colour of the relation at `index` in a document's "relations" (heads.json): a fixed palette
-// by position, whatever the names.
+// by position, whatever the names. Okabe-Ito hues (vermillion, blue, reddish purple, bluish
+// green, then the rest), darkened so that text in them reaches 4.5:1 on white (WCAG AA) and
+// white text on them too; told apart under the common colour-vision deficiencies.
 std::string relation_color(int index);
+// The second cue of a relation, for readers who cannot tell its colour: a stroke-dasharray
+// ("" = solid) for outlines on maps, and a marker shape (svg::Series::shape) on charts.
+std::string relation_dash(int index);
+std::string relation_shape(int index);
+// Unclaimed and unassigned heads: a grey that is still 4.5:1 on white.
+inline constexpr const char* kUnclaimedGrey = "#6b7280";
 
 }  // namespace headlab

@@ -22,14 +22,15 @@ std::string curves_body(const RunView& v) {
   svg::LineChartOptions lo = chart("Loss", "step", "cross-entropy");
   lo.log_y = true;
   std::vector<svg::Series> acc = {
-      series("train accuracy", "#4e79a7", c.step, c.accuracy),
+      series("train accuracy", "#0072b2", c.step, c.accuracy),
       series("eval accuracy", "#1f2430", c.eval_step, c.eval_accuracy, false, true)};
   for (size_t r = 0; r < h.relations.size() && r < c.eval_component.size(); ++r) {
     bool any = false;
     for (double x : c.eval_component[r]) any = any || !std::isnan(x);
-    if (any)
-      acc.push_back(series("eval " + h.relations[r] + " component", h.colors[r], c.eval_step,
-                           c.eval_component[r], true));
+    if (!any) continue;
+    acc.push_back(series("eval " + h.relations[r] + " component", h.colors[r], c.eval_step,
+                         c.eval_component[r], true));
+    acc.back().shape = relation_shape(static_cast<int>(r));  // told apart without the colour
   }
   svg::LineChartOptions ao = chart("Accuracy", "step", "accuracy");
   ao.y_min = 0.0;
@@ -58,9 +59,12 @@ std::string specialization_body(const RunView& v) {
   const std::string offset = baseline_list(h, "argmax_offset_baseline", true);
   body += figure(matrix(h, "mass", "Attention mass on the gold partner", true),
                  fmt::format("M[l,h,r] = mean over tokens of the weight on relation r's partner. "
-                             "The arrow and the outline mark the relation assigned to the head "
-                             "(best one-to-one assignment); grey and dashed when its mass is not "
-                             "above {}, so the head does not claim it.{}",
+                             "The arrow, the outline and the initial mark the relation assigned "
+                             "to the head (best one-to-one assignment): solid and in the "
+                             "relation's colour when its mass is above {0}, so the head claims "
+                             "it; grey, dashed and \"(unclaimed)\" when not. \"(unassigned: R)\" "
+                             "in grey: a head with no relation assigned whose largest mass, on "
+                             "R, is above 0.3.{1}",
                              h.threshold,
                              uniform.empty() ? ""
                                              : " Chance: a head attending uniformly over the "
@@ -120,8 +124,9 @@ std::string group_matrix(const RunFiles& f, const Heads& h) {
       members +=
           fmt::format("{}L{}H{}", members.empty() ? "" : ",", g[0].get<int>(), g[1].get<int>());
     rows.push_back(r + " heads off (" + (members.empty() ? "none" : members) + ")");
+    // A group without heads gates nothing off: its drop is undefined, not 0.
     for (const std::string& c : h.relations)
-      values.push_back(num(drops.value(r, json::object()), c.c_str(), 0.0));
+      values.push_back(members.empty() ? NAN : num(drops.value(r, json::object()), c.c_str()));
   }
   svg::HeatmapOptions o;
   o.title = "Relation-group ablation: drop in component accuracy";
@@ -131,12 +136,13 @@ std::string group_matrix(const RunFiles& f, const Heads& h) {
   o.col_label_colors = h.colors;
   o.cell = 52;
   o.x_label = "label component";
+  o.nan_text = "n/a";
   return "<div class=\"row\">" +
          figure(svg::heatmap(static_cast<int>(rows.size()), static_cast<int>(h.relations.size()),
                              values, o),
                 "Row r: every head whose largest mass is on r (and above 0.3) gated off "
-                "together. A dark diagonal means each group carries its own relation's "
-                "information.") +
+                "together; n/a: no head is in the group. A dark diagonal means each group "
+                "carries its own relation's information.") +
          "</div>";
 }
 

@@ -106,7 +106,7 @@ std::string charts(const Timeline& t) {
   std::vector<svg::Series> spec = {
       series("s_match", "#1f2430", t.step, t.s_match, false, true),
       series("relations claimed / R", "#2f5d9e", t.step, t.claimed, true),
-      series("eval accuracy", "#9aa3ad", t.step, t.accuracy, true)};
+      series("eval accuracy", "#6b7280", t.step, t.accuracy, true)};
   svg::LineChartOptions so = chart("Specialization over training", "step", "");
   so.y_min = 0.0;
   so.y_max = 1.0;
@@ -119,6 +119,7 @@ std::string charts(const Timeline& t) {
         series(head_label(t, k) + (t.final_assigned[k] ? " \u2192 " : " \u00b7 ") + t.relations[r],
                t.colors[r], t.step, y, !t.final_assigned[k]);
     if (!t.final_assigned[k]) s.opacity = 0.55;
+    s.shape = relation_shape(r);  // the relation told apart without its colour
     heads.push_back(std::move(s));
   }
   svg::LineChartOptions ho = chart("Each head's mass on its final relation", "step", "mass");

@@ -31,16 +31,18 @@ Layout make_layout(int rows, int cols, const HeatmapOptions& o) {
       (o.title.empty() ? 6 : 28) + (o.rotate_col_labels ? max_col_label * char_w * 0.75 + 8 : 20);
   l.mr = 10 + max_note * 7.5;
   l.mb = o.x_label.empty() ? 8 : 24;
-  l.w = l.ml + cols * o.cell + l.mr;
+  // At least as wide as the title (13 px bold, about 7.6 px a character), which is not cut.
+  l.w = std::max(l.ml + cols * o.cell + l.mr, 8 + o.title.size() * 7.6);
   l.h = l.mt + rows * o.cell + l.mb;
   l.fs = o.cell < 24 ? 9 : 11;
   return l;
 }
 
-// ` fill="<colour>"` for entry i of colours, or nothing.
+// ` style="fill:<colour>"` for entry i of colours, or nothing: a style, since a page's
+// stylesheet (svg .lab) wins over a fill attribute.
 std::string fill_attr(const std::vector<std::string>& colours, int i) {
   return i < static_cast<int>(colours.size()) && !colours[i].empty()
-             ? fmt::format(" fill=\"{}\"", colours[i])
+             ? fmt::format(" style=\"fill:{}\"", colours[i])
              : "";
 }
 
@@ -117,16 +119,21 @@ std::string marks_svg(const Layout& l) {
       l.ml, l.mt, l.cols * o.cell, l.rows * o.cell);
   for (const CellMark& m : o.marks) {
     const double x = l.ml + m.col * o.cell, y = l.mt + m.row * o.cell;
+    const std::string dash = !m.dash.empty() ? m.dash : m.dashed ? "4 3" : "";
+    // A white outline under the coloured one keeps it visible on the darkest cells.
     out += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
-        "stroke=\"{}\" stroke-width=\"{}\"{}/>",
-        x + 1, y + 1, o.cell - 2.0, o.cell - 2.0, m.color, o.cell < 20 ? 1.3 : 1.8,
-        m.dashed ? " stroke-dasharray=\"4 3\"" : "");
+        "<rect x=\"{0:.1f}\" y=\"{1:.1f}\" width=\"{2:.1f}\" height=\"{2:.1f}\" fill=\"none\" "
+        "stroke=\"#fff\" stroke-width=\"{4:.1f}\" stroke-opacity=\"0.8\"/><rect x=\"{0:.1f}\" "
+        "y=\"{1:.1f}\" width=\"{2:.1f}\" height=\"{2:.1f}\" fill=\"none\" stroke=\"{3}\" "
+        "stroke-width=\"{5}\"{6}/>",
+        x + 1, y + 1, o.cell - 2.0, m.color, o.cell < 20 ? 2.6 : 3.4, o.cell < 20 ? 1.3 : 1.8,
+        dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"");
     if (!m.letter.empty()) {
       out += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{:.0f}\" font-weight=\"bold\" "
-          "fill=\"{}\">{}</text>",
-          x + 2.5, y + o.cell * 0.38, std::max(6.0, o.cell * 0.32), m.color, escape(m.letter));
+          "class=\"halo\" fill=\"{}\">{}</text>",
+          x + 3, y + std::max(7.0, o.cell * 0.34), std::max(7.0, o.cell * 0.3), m.color,
+          escape(m.letter));
     }
   }
   return out;
@@ -153,10 +160,7 @@ std::string axis_labels(const Layout& l) {
 
 std::string heatmap(int rows, int cols, std::span<const double> values, const HeatmapOptions& o) {
   const Layout l = make_layout(rows, cols, o);
-  std::string out = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" "
-      "height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" role=\"img\">",
-      l.w, l.h, l.w, l.h);
+  std::string out = svg_open(l.w, l.h, o.title);
   if (!o.title.empty())
     out += fmt::format("<text x=\"{:.1f}\" y=\"18\" class=\"ct\">{}</text>", 4.0, escape(o.title));
   out += column_labels(l);

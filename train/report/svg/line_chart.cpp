@@ -19,6 +19,7 @@ struct Frame {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   int legend_cols = 1;
   double legend_h = 0;
+  bool turn_ticks = false;
 
   double ty(double v) const { return o.log_y ? std::log10(v) : v; }
   double px(double x) const { return ml + (x - x0) / (x1 - x0) * pw; }
@@ -35,6 +36,10 @@ Frame make_frame(std::span<const Series> series, const LineChartOptions& o) {
   const int legend_rows = (static_cast<int>(series.size()) + f.legend_cols - 1) / f.legend_cols;
   f.legend_h = 18.0 * legend_rows + 4;
   f.pw = o.width - f.ml - f.mr;
+  // Categorical ticks closer than 44 px (a chart that keeps its width at many heads) are turned,
+  // and the plot gives them room.
+  f.turn_ticks = !o.x_ticks.empty() && f.pw / static_cast<double>(o.x_ticks.size()) < 44;
+  if (f.turn_ticks) f.mb += 22;
   f.ph = o.height - f.mt - f.mb;
   for (const Series& s : series) {
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
@@ -90,9 +95,15 @@ std::string x_grid(const Frame& f) {
     const double x = f.px(v);
     out += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" class=\"grid\"/>", x,
                        x, f.mt, f.mt + f.ph);
-    out +=
-        fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
-                    x, f.mt + f.ph + 15, escape(label));
+    if (f.turn_ticks)
+      out += fmt::format(
+          "<text transform=\"translate({:.1f} {}) rotate(-45)\" class=\"tick\" "
+          "text-anchor=\"end\">{}</text>",
+          x + 3, f.mt + f.ph + 12, escape(label));
+    else
+      out +=
+          fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
+                      x, f.mt + f.ph + 15, escape(label));
   }
   return out;
 }
@@ -108,13 +119,11 @@ std::string axes(const Frame& f) {
   out += y_grid(f) + x_grid(f);
   if (o.reference_y) {
     const double y = f.py(*o.reference_y);
-    out += fmt::format(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"ref\"/>"
-        "<text x=\"{}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>",
-        f.ml, f.ml + f.pw, y, y, f.ml + f.pw - 3, y - 3, tick_text(*o.reference_y, 0.01));
+    out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"ref\"/>",
+                       f.ml, f.ml + f.pw, y, y);
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"middle\">{}</text>",
-                     f.ml + f.pw / 2, f.mt + f.ph + 32, escape(o.x_label));
+                     f.ml + f.pw / 2, f.mt + f.ph + (f.turn_ticks ? 52 : 32), escape(o.x_label));
   out += fmt::format(
       "<text transform=\"translate(14 {}) rotate(-90)\" class=\"axis\" "
       "text-anchor=\"middle\">{}</text>",
@@ -126,22 +135,27 @@ std::string axes(const Frame& f) {
 // without a line), and its legend entry (entry k of the legend grid).
 std::string series_svg(const Frame& f, const Series& s, const std::string& color, size_t k) {
   std::string points, dots;
+  size_t n = 0;
+  for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) n += f.plotted(s.y[i]);
+  // A line without markers but with a shape shows it at about 8 points along it (its
+  // second cue); a single point is always drawn, or the line would not show at all.
+  const size_t every = s.markers || !s.line ? 1 : s.shape.empty() ? 0 : std::max<size_t>(1, n / 8);
+  size_t j = 0;
   for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
     if (!f.plotted(s.y[i])) continue;
     const double x = f.px(s.x[i]), y = std::clamp(f.py(s.y[i]), f.mt, f.mt + f.ph);
     points += fmt::format("{:.1f},{:.1f} ", x, y);
-    if (s.markers || !s.line) {
-      dots += fmt::format(
-          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" fill-opacity=\"{}\"/>", x, y,
-          s.line ? 2.6 : 3.6, color, s.opacity);
-    }
+    if (n == 1 || (every > 0 && j % every == 0))
+      dots += marker(s.shape, x, y, s.line ? 2.8 : 3.6, color, s.opacity);
+    ++j;
   }
+  const std::string dash = !s.dash.empty() ? s.dash : s.dashed ? "5 3" : "";
   std::string out;
   if (!points.empty() && s.line) {
     out += fmt::format(
         "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-opacity=\"{}\" "
         "{}points=\"{}\"/>",
-        color, s.opacity, s.dashed ? "stroke-dasharray=\"5 3\" " : "", points);
+        color, s.opacity, dash.empty() ? "" : "stroke-dasharray=\"" + dash + "\" ", points);
   }
   out += dots;
   const double lx = f.ml + (k % f.legend_cols) * (f.pw / f.legend_cols);
@@ -150,10 +164,10 @@ std::string series_svg(const Frame& f, const Series& s, const std::string& color
     out += fmt::format(
         "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"2.5\"{}/>",
-        lx, lx + 16, ly, ly, color, s.dashed ? " stroke-dasharray=\"5 3\"" : "");
+        lx, lx + 16, ly, ly, color, dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"");
+    if (!s.shape.empty() || s.markers) out += marker(s.shape, lx + 8, ly, 2.8, color);
   } else {
-    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.6\" fill=\"{}\"/>", lx + 8, ly,
-                       color);
+    out += marker(s.shape, lx + 8, ly, 3.6, color);
   }
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text>", lx + 20, ly + 4,
                      escape(s.name));
@@ -164,15 +178,16 @@ std::string series_svg(const Frame& f, const Series& s, const std::string& color
 
 std::string line_chart(std::span<const Series> series, const LineChartOptions& o) {
   const Frame f = make_frame(series, o);
-  std::string out = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" role=\"img\">",
-      o.width, o.height + f.legend_h, o.width, o.height + f.legend_h);
+  std::string out = svg_open(o.width, o.height + f.legend_h, o.title);
   out += axes(f);
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
     out += series_svg(f, s, s.color.empty() ? palette(static_cast<int>(k)) : s.color, k);
   }
+  if (o.reference_y)  // over the lines and dots, on a white halo, so that none hides it
+    out +=
+        fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick halo\" text-anchor=\"end\">{}</text>",
+                    f.ml + f.pw - 3, f.py(*o.reference_y) - 3, tick_text(*o.reference_y, 0.01));
   out += "</svg>";
   return out;
 }

@@ -54,11 +54,8 @@ std::string axes(const Frame& f, std::span<const StripGroup> groups) {
         fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
                     f.cx(g), f.mt + f.ph + 15, escape(groups[g].label));
   if (o.reference_y)
-    out += fmt::format(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"ref\"/><text x=\"{}\" "
-        "y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>",
-        f.ml, f.ml + f.pw, f.py(*o.reference_y), f.py(*o.reference_y), f.ml + f.pw - 3,
-        f.py(*o.reference_y) - 3, tick_text(*o.reference_y, 0.01));
+    out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"ref\"/>",
+                       f.ml, f.ml + f.pw, f.py(*o.reference_y), f.py(*o.reference_y));
   out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"middle\">{}</text>",
                      f.ml + f.pw / 2, f.mt + f.ph + 34, escape(o.x_label));
   out += fmt::format(
@@ -85,7 +82,9 @@ std::string category(const Frame& f, const StripGroup& group, size_t g) {
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"{}\" fill-opacity=\"0.8\" "
         "stroke=\"#fff\" stroke-width=\"1\"><title>{}</title></circle>",
         x, y, color, escape(p.title));
-    out += p.href.empty() ? dot : "<a href=\"" + escape(p.href) + "\">" + dot + "</a>";
+    out += p.href.empty() ? dot
+                          : "<a href=\"" + escape(p.href) + "\" aria-label=\"" + escape(p.title) +
+                                "\">" + dot + "</a>";
   }
   if (values.empty()) return out;
   double mean = 0, ss = 0;
@@ -109,12 +108,16 @@ std::string category(const Frame& f, const StripGroup& group, size_t g) {
 
 std::string strip_chart(std::span<const StripGroup> groups, const StripChartOptions& o) {
   const Frame f = make_frame(groups, o);
-  std::string out = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" role=\"img\">",
-      o.width, o.height, o.width, o.height);
+  bool links = false;
+  for (const StripGroup& g : groups)
+    for (const StripPoint& p : g.points) links = links || !p.href.empty();
+  std::string out = svg_open(o.width, o.height, o.title, links);
   out += axes(f, groups);
   for (size_t g = 0; g < groups.size(); ++g) out += category(f, groups[g], g);
+  if (o.reference_y)  // over the dots, on a white halo, so that none hides it
+    out +=
+        fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick halo\" text-anchor=\"end\">{}</text>",
+                    f.ml + f.pw - 3, f.py(*o.reference_y) - 3, tick_text(*o.reference_y, 0.01));
   return out + "</svg>";
 }
 

@@ -67,10 +67,11 @@ std::string number(double value, int digits) {
 }
 
 std::string palette(int i) {
-  static const std::array<const char*, 10> kTableau = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
-                                                       "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-                                                       "#9c755f", "#bab0ac"};
-  return kTableau[static_cast<size_t>(((i % 10) + 10) % 10)];
+  // Okabe-Ito (blue, vermillion, bluish green, reddish purple, orange, sky blue, yellow, black),
+  // the lighter hues darkened to 4.5:1 on white so that text and thin lines in them stay legible.
+  static const std::array<const char*, 8> kOkabeIto = {"#0072b2", "#b34e00", "#007a5a", "#a84f86",
+                                                       "#9a6a00", "#2a6f97", "#7a6f00", "#1f2430"};
+  return kOkabeIto[static_cast<size_t>(((i % 8) + 8) % 8)];
 }
 
 std::string sequential(double t) {
@@ -87,6 +88,32 @@ bool dark(double t) {
   // Where black and white text on the scale both reach 4.5:1 (black 4.57 just below, white 4.57
   // just above): at 0.55, as before, white text had 2.8:1.
   return !std::isnan(t) && t > 0.715;
+}
+
+std::string svg_open(double w, double h, std::string_view label, bool interactive) {
+  const std::string name = label.empty()
+                               ? ""
+                               : fmt::format(" role=\"{}\" aria-label=\"{}\"",
+                                             interactive ? "group" : "img", escape(label));
+  return fmt::format(
+      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
+      "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\"{2}>",
+      w, h, name);
+}
+
+std::string marker(std::string_view shape, double x, double y, double r, std::string_view color,
+                   double opacity) {
+  const std::string paint = fmt::format("fill=\"{}\" fill-opacity=\"{}\"", color, opacity);
+  if (shape == "square")
+    return fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" {}/>",
+                       x - r * 0.9, y - r * 0.9, r * 1.8, r * 1.8, paint);
+  if (shape == "triangle")
+    return fmt::format("<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}Z\" {}/>", x,
+                       y - r * 1.2, x + r * 1.1, y + r * 0.8, x - r * 1.1, y + r * 0.8, paint);
+  if (shape == "diamond")
+    return fmt::format("<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}Z\" {}/>",
+                       x, y - r * 1.25, x + r * 1.25, y, x, y + r * 1.25, x - r * 1.25, y, paint);
+  return fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" {}/>", x, y, r, paint);
 }
 
 std::vector<double> nice_ticks(double lo, double hi, int count) {
@@ -126,10 +153,7 @@ std::string bar_chart(std::span<const Bar> bars, const BarChartOptions& o) {
   const double h = mt + ph + 36;
   auto px = [&](double v) { return ml + (std::clamp(v, lo, hi) - lo) / (hi - lo) * pw; };
 
-  std::string out = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" "
-      "viewBox=\"0 0 {} {:.0f}\" role=\"img\">",
-      o.width, h, o.width, h);
+  std::string out = svg_open(o.width, h, o.title);
   if (!o.title.empty())
     out += fmt::format("<text x=\"4\" y=\"18\" class=\"ct\">{}</text>", escape(o.title));
   const std::vector<double> ticks = nice_ticks(lo, hi, 4);
@@ -157,7 +181,7 @@ std::string bar_chart(std::span<const Bar> bars, const BarChartOptions& o) {
     const double x = px(*o.reference);
     out += fmt::format(
         "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{:.1f}\" class=\"ref\"/>"
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>",
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick halo\" text-anchor=\"middle\">{}</text>",
         x, x, mt - 4, mt + ph, x, mt - 6, escape(o.reference_label));
   }
   out +=

@@ -17,12 +17,20 @@ namespace headlab::svg {
 std::string escape(std::string_view text);
 // A number for display: fixed with `digits` decimals, "-" for NaN.
 std::string number(double value, int digits = 2);
-// Colour i of a 10-colour qualitative palette (Tableau 10), as "#rrggbb".
+// Colour i of an 8-colour qualitative palette (Okabe-Ito, darkened to 4.5:1 on white), as
+// "#rrggbb".
 std::string palette(int i);
 // Sequential colour for t in [0, 1] (white -> dark blue), clamped; and whether text on it
 // should be white (else black): either way at least 4.5:1 contrast (WCAG AA) at every t.
 std::string sequential(double t);
 bool dark(double t);
+// The opening <svg class="chart" ...> tag of a w x h chart named `label` for assistive
+// technology (role="img" with aria-label; role="group" when `interactive`, so that the links
+// inside stay reachable); without a label, a plain <svg>.
+std::string svg_open(double w, double h, std::string_view label, bool interactive = false);
+// A marker of `shape` ("circle", "square", "triangle", "diamond"; "" = circle) of radius r.
+std::string marker(std::string_view shape, double x, double y, double r, std::string_view color,
+                   double opacity = 1.0);
 
 struct Series {
   std::string name;
@@ -32,6 +40,11 @@ struct Series {
   bool markers = false;  // a dot at every point (for sparse series such as eval rows)
   bool line = true;      // false: dots only
   double opacity = 1.0;
+  // A second cue beside the colour (a relation's, report.h): the dots' shape, also drawn at a
+  // few points along a line without markers and in the legend; and a stroke-dasharray that
+  // replaces `dashed`'s.
+  std::string shape;
+  std::string dash;
 };
 
 struct LineChartOptions {
@@ -56,6 +69,7 @@ struct CellMark {
   std::string color;
   std::string letter;
   bool dashed = false;
+  std::string dash;  // a stroke-dasharray that replaces `dashed`'s (a relation's second cue)
 };
 
 struct HeatmapOptions {
