@@ -5,7 +5,7 @@ report_browser.py, whose page checks it reuses):
   report_views_browser.py run   --cli build/headlab --source . --shots build/report-browser
   report_views_browser.py sweep --cli build/headlab --source . --shots build/report-browser
 
-`run` trains configs/tiny.toml with two layers and opens its report.html from disk. It checks
+`run` trains configs/tiny.toml with 2 layers x 8 heads and opens its report.html from disk. It checks
 that the model view draws every layer x head of the picked sentence with the weights of
 attention.npy (every cell's data-w), for the first and the last sentence, and that a click or
 Enter on a small map opens that head in the explorer; that the head view draws, for each ticked
@@ -251,14 +251,14 @@ def allow_downloads(driver, folder):
 def test_run(args, tmp):
     run = os.path.join(tmp, "run")
     headlab(args.cli, "train", os.path.join(args.source, "configs", "tiny.toml"),
-            "--set", "model.layers=2", "--out", run)
+            "--set", "model.layers=2", "--set", "model.heads=8", "--out", run)
     weights = np.load(os.path.join(run, "attention.npy"))  # [examples, layers, heads, T, T]
     with open(os.path.join(run, "attention_tokens.json")) as f:
         tokens = json.load(f)
     with open(os.path.join(run, "heads.json")) as f:
         heads = json.load(f)
     E, L, H = weights.shape[:3]
-    check(E >= 2 and L >= 2 and H >= 2, f"the run saved {E} sentences, {L} layers of {H} heads")
+    check(E >= 2 and L == 2 and H == 8, f"the run saved {E} sentences, {L} layers of {H} heads")
     # A 150-step run rarely composes above chance, and the report then draws no path: mark
     # every path claimed (heads.json's digests cover the other two files) and redraw the page.
     check(heads.get("composition"), "heads.json of a two-layer run has no composition")
@@ -301,8 +301,9 @@ def test_run(args, tmp):
         check("on" in driver.find_elements(By.CSS_SELECTOR, "#mv-grid svg.mv-map")[0]
               .get_attribute("class"), "the chosen head's small map is not marked")
 
-        # Overlay the last head of each layer over head 0, on the last sentence.
-        ticked = [0] + [l * H + H - 1 for l in range(L)]
+        # Overlay the last head of each layer and L1 H2 (the palette's length past head 0: fixed
+        # per-head colours would repeat) over head 0, on the last sentence.
+        ticked = [0, H - 1, H + 2, 2 * H - 1]
         for k in ticked[1:]:
             driver.find_element(By.CSS_SELECTOR, f"#hv-heads input[data-head='{k}']").click()
         check_head_view(driver, weights, E - 1, ticked, "head view, heads overlaid")
@@ -362,7 +363,9 @@ def test_sweep(args, tmp):
         for run in runs:
             page = Page(driver, run)
             page.check_quiet(f"run report {run}")
-            link = driver.find_element(By.ID, "sweep-link")
+            links = driver.find_elements(By.ID, "sweep-link")
+            check(len(links) == 1, f"{run}: {len(links)} links back to the sweep, expected 1")
+            link = links[0]
             back = local_target(page.url, link.get_dom_attribute("href"), run)
             check(back == sweep_page, f"{run} links back to {back}, not the sweep's {sweep_page}")
         link.click()

@@ -20,6 +20,7 @@ svg .mv-frame { fill: none; stroke: var(--line); }
 .tl-heads { max-width: 480px; }
 .hv-swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 4px 0 2px;
   vertical-align: -1px; }
+.hv-heads .hv-swatch { border: 1px solid var(--muted); }
 svg .hv-line.off { visibility: hidden; }
 svg .hv-tok:hover, svg .hv-tok:focus { font-weight: 700; }
 .toggles button, .hv-heads button, .chart-dl button { font: inherit; font-size: 11px; padding: 0 6px;

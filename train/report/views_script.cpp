@@ -1,7 +1,7 @@
 // The model view and the head view (views_section.cpp draws their frames). Plain ES2015, no
 // modules or requests. Reads #att-data (see attention_script.cpp: L, H, T, heads, examples,
 // w[example][((layer * H + head) * T + query) * T + key] in thousandths) and #views-data
-// ({colors: [one per head]}), and follows the explorer's #att-sentence menu.
+// ({colors: the palette, given to the ticked heads in head order}), and follows the explorer's #att-sentence menu.
 //
 // Model view (#mv-grid): one small map per head, cells rect.mv-cell with data-q, data-k and
 // data-w (the weight in thousandths, as embedded); each map an svg.mv-map with data-head, a
@@ -110,6 +110,14 @@ const char* const kViewsScript = R"js(
   // ---- head view ----
   var shown = {};  // head -> drawn
   shown[+headMenu.value] = true;
+  var swatches = [];
+  // The ticked heads take the palette's colours in head order, so that up to its length of
+  // overlaid heads never share one whatever the head count.
+  function colorOf(k) {
+    var rank = 0;
+    for (var j = 0; j < k; j++) if (shown[j]) rank++;
+    return COLORS[rank % COLORS.length];
+  }
 
   function headBoxes() {
     for (var k = 0; k < D.L * D.H; k++) {
@@ -124,7 +132,7 @@ const char* const kViewsScript = R"js(
       });
       var sw = document.createElement('i');
       sw.className = 'hv-swatch';
-      sw.style.background = COLORS[k];
+      swatches.push(sw);
       lab.appendChild(box);
       lab.appendChild(sw);
       lab.appendChild(document.createTextNode(label(k)));
@@ -168,6 +176,7 @@ const char* const kViewsScript = R"js(
   }
 
   function drawHeads(e) {
+    swatches.forEach(function (sw, k) { sw.style.background = shown[k] ? colorOf(k) : 'transparent'; });
     var tok = D.examples[e].tokens, longest = 1;
     tok.forEach(function (t) { longest = Math.max(longest, t.length); });
     var pad = 12 + longest * 7, gap = 220, row = 18, top = 28;
@@ -180,12 +189,13 @@ const char* const kViewsScript = R"js(
     svg.appendChild(lines);
     for (var k = 0; k < D.L * D.H; k++) {
       if (!shown[k]) continue;
+      var color = colorOf(k);
       for (var q = 0; q < D.T; q++)
         for (var key = 0; key < D.T; key++) {
           var m = milli(e, k, q, key);
           if (m < MIN_LINE) continue;
           lines.appendChild(node('line', {class: 'hv-line', x1: xq + 4, y1: top + q * row, x2: xk - 4,
-                                          y2: top + key * row, stroke: COLORS[k], 'stroke-width': 2,
+                                          y2: top + key * row, stroke: color, 'stroke-width': 2,
                                           'stroke-opacity': m / 1000, 'data-head': k, 'data-q': q,
                                           'data-k': key, 'data-w': m}));
         }

@@ -5,6 +5,8 @@
 // attention explorer embeds (#att-data) and follow its sentence menu; this file gives them
 // their frame, their help text and the heads' colours.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "train/report/sections.h"
@@ -18,10 +20,15 @@ using nlohmann::json;
 // the page would hold hundreds of thousands of elements and the explorer is the better view.
 constexpr int64_t kMaxModelViewCells = 120'000;
 
-// One colour per head for the head view's overlaid lines: the report's categorical palette.
+// The report's categorical palette for the head view's overlaid heads (the script gives its
+// colours to the ticked heads in order: no two overlaid heads share one up to its length).
 std::string colors_json(int64_t heads) {
-  json colors = json::array();
-  for (int64_t k = 0; k < heads; ++k) colors.push_back(svg::palette(static_cast<int>(k)));
+  std::vector<std::string> colors;  // the palette once round, at most one per head
+  for (int k = 0; k < heads && k < 64; ++k) {
+    const std::string c = svg::palette(k);
+    if (std::find(colors.begin(), colors.end(), c) != colors.end()) break;
+    colors.push_back(c);
+  }
   return "<script type=\"application/json\" id=\"views-data\">" + json{{"colors", colors}}.dump() +
          "</script>";
 }
