@@ -104,6 +104,10 @@ def check_head_view(driver, weights, e, heads, what):
     check(all(len(c) == 1 for c in colors.values()), f"{what}: a head drawn in several colours")
     check(len({min(c) for c in colors.values()}) == len(colors),
           f"{what}: two heads share a colour: {colors}")
+    legend = js(driver, "return Array.from(document.querySelectorAll('#hv-box svg text.legend'))"
+                ".map(function (t) { return t.textContent; });")
+    check([t.split(" ")[:2] for t in legend] == [[f"L{k // H}", f"H{k % H}"] for k in sorted(heads)],
+          f"{what}: the legend names {legend}, the heads ticked are {sorted(heads)}")
     return lines
 
 

@@ -81,7 +81,13 @@ const char* const kChartDownloadScript = R"js(
   function standalone(box) {
     var svg = box.querySelector('svg');
     var r = svg.getBoundingClientRect();
-    var w = Math.ceil(+svg.getAttribute('width') || r.width), h = Math.ceil(+svg.getAttribute('height') || r.height);
+    var w0 = +svg.getAttribute('width') || r.width, h0 = +svg.getAttribute('height') || r.height;
+    // The page shows what overflows the chart's box (rotated labels, notes right of a map); a
+    // file would clip it, so its view box takes in everything drawn.
+    var vb = (svg.getAttribute('viewBox') || '0 0 ' + w0 + ' ' + h0).split(/[\s,]+/).map(Number);
+    var bb = svg.getBBox(), x0 = Math.min(vb[0], bb.x - 2), y0 = Math.min(vb[1], bb.y - 2);
+    var x1 = Math.max(vb[0] + vb[2], bb.x + bb.width + 2), y1 = Math.max(vb[1] + vb[3], bb.y + bb.height + 2);
+    var w = Math.ceil(x1 - x0), h = Math.ceil(y1 - y0);
     var title = titleOf(box, svg), legend = legendOf(box);
     var caption = box.querySelector('figcaption');
     var lines = caption ? wrap(caption.textContent.trim(), Math.max(40, Math.floor(w / 6.2))) : [];
@@ -98,7 +104,7 @@ const char* const kChartDownloadScript = R"js(
     copy.setAttribute('y', top);
     copy.setAttribute('width', w);
     copy.setAttribute('height', h);
-    if (!copy.getAttribute('viewBox')) copy.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
+    copy.setAttribute('viewBox', x0 + ' ' + y0 + ' ' + w + ' ' + h);
     root.appendChild(copy);
     var x = 4;
     legend.forEach(function (item) {

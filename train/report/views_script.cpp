@@ -179,12 +179,23 @@ const char* const kViewsScript = R"js(
     swatches.forEach(function (sw, k) { sw.style.background = shown[k] ? colorOf(k) : 'transparent'; });
     var tok = D.examples[e].tokens, longest = 1;
     tok.forEach(function (t) { longest = Math.max(longest, t.length); });
-    var pad = 12 + longest * 7, gap = 220, row = 18, top = 28;
-    var xq = pad, xk = pad + gap, w = xk + pad, h = top + D.T * row + 6;
+    var ticked = [];
+    for (var t = 0; t < D.L * D.H; t++) if (shown[t]) ticked.push(t);
+    var pad = 12 + longest * 7, gap = 220, row = 18, top = 48, perRow = 2;
+    var xq = pad, xk = pad + gap, w = xk + pad, legendY = top + D.T * row + 10;
+    var h = legendY + Math.ceil(ticked.length / perRow) * 18 + 4;
+    var title = 'Head view, sentence ' + (e + 1);
     var svg = node('svg', {class: 'chart hv-chart', width: w, height: h, viewBox: '0 0 ' + w + ' ' + h,
-                           role: 'img', 'aria-label': 'Head view of sentence ' + (e + 1)});
-    svg.appendChild(node('text', {x: xq, y: 16, class: 'axis', 'text-anchor': 'end'}, 'query'));
-    svg.appendChild(node('text', {x: xk, y: 16, class: 'axis'}, 'key'));
+                           role: 'img', 'aria-label': title + ': ' + (ticked.map(label).join(', ') || 'no head')});
+    svg.appendChild(node('text', {x: 2, y: 16, class: 'ct'}, title));
+    svg.appendChild(node('text', {x: xq, y: 36, class: 'axis', 'text-anchor': 'end'}, 'query'));
+    svg.appendChild(node('text', {x: xk, y: 36, class: 'axis'}, 'key'));
+    // The legend: each drawn head's colour and caption, inside the chart (and its downloads).
+    ticked.forEach(function (k, n) {
+      var x = 2 + (n % perRow) * Math.floor(w / perRow), y = legendY + Math.floor(n / perRow) * 18;
+      svg.appendChild(node('line', {x1: x, x2: x + 16, y1: y, y2: y, stroke: colorOf(k), 'stroke-width': 2.5}));
+      svg.appendChild(node('text', {x: x + 20, y: y + 4, class: 'legend'}, D.heads[k].caption));
+    });
     var lines = node('g', {});
     svg.appendChild(lines);
     for (var k = 0; k < D.L * D.H; k++) {
