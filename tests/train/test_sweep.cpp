@@ -181,9 +181,11 @@ TEST_CASE("train: headlab sweep over two head counts writes the table, the runs 
   CHECK(fs::exists(dir.path / "sw" / "sweep.log"));
   CHECK(slurp(dir.path / "sw" / "sweep.log").find("model.heads=2 seed=1") != std::string::npos);
   CHECK(slurp(dir.path / "sw" / "heads-2_seed-1" / "train.log").find("step ") != std::string::npos);
-  // No section script: the one script is every page's own (boxes that scroll take the focus).
+  // One script: every page's own (boxes that scroll take the focus) and the charts' download
+  // buttons (the sweep's sections have none of their own).
   CHECK(html.find("<script") == html.rfind("<script"));
   CHECK(html.find("data-scroll-focus") != std::string::npos);
+  CHECK(html.find("chart-dl") != std::string::npos);
   CHECK(section(html, "table").find("model.heads=2") != std::string::npos);
   CHECK(section(html, "curves").find("<polyline") != std::string::npos);
   CHECK(section(html, "specialization").find("s_match") != std::string::npos);

@@ -180,6 +180,11 @@ std::string data_json(const RunFiles& f, const Heads& h, const Maps& m) {
 
 }  // namespace
 
+bool attention_embedded(const RunFiles& f) {
+  Maps m;
+  return check(f, m).empty();
+}
+
 std::string attention_body(const RunView& v) {
   Maps m;
   const std::string problem = check(v.files, m);

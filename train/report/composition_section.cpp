@@ -1,6 +1,7 @@
 // The "composition" section of the run report (sections.h): which lower head each head of layer
 // >= 1 builds on, and the strongest two-step path drawn on an example sentence.
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -81,21 +82,21 @@ std::string table(const Heads& h, const std::vector<Entry>& entries) {
 }
 
 // A[e, l, h, i, j] of attention.npy.
-double weight(const NpyArray& a, int64_t l, int64_t h, int64_t i, int64_t j) {
+double weight(const NpyArray& a, int64_t e, int64_t l, int64_t h, int64_t i, int64_t j) {
   const std::vector<int64_t>& s = a.shape;
-  return a.data[static_cast<size_t>((((0 * s[1] + l) * s[2] + h) * s[3] + i) * s[4] + j)];
+  return a.data[static_cast<size_t>((((e * s[1] + l) * s[2] + h) * s[3] + i) * s[4] + j)];
 }
 
-// One query's path on sentence 0: query i through Y to key j, from there through X to the gold
+// One query's path on example sentence n: query i through Y to key j, from there through X to the gold
 // partner p; the query and key with the largest A_Y[i, j] A_X[j, p].
 struct Path {
   int i = -1, j = -1, p = -1;
   double wy = 0, wx = 0;
 };
 
-Path best_path(const RunFiles& f, const Heads& h, const Entry& e) {
+Path best_path(const RunFiles& f, const Heads& h, const Entry& e, int64_t n) {
   Path best;
-  const json ex = f.tokens["examples"][0];
+  const json ex = f.tokens["examples"][n];
   const std::vector<int> partners =
       ex.value("partners", json::object()).value(h.relations[e.relation], std::vector<int>{});
   const int64_t T = f.attention.shape[3];
@@ -105,7 +106,8 @@ Path best_path(const RunFiles& f, const Heads& h, const Entry& e) {
     const int p = partners[i];
     if (p < 0 || p >= T) continue;
     for (int64_t j = 0; j < T; ++j) {
-      const double wy = weight(f.attention, ly, hy, i, j), wx = weight(f.attention, lx, hx, j, p);
+      const double wy = weight(f.attention, n, ly, hy, i, j),
+                   wx = weight(f.attention, n, lx, hx, j, p);
       if (wy * wx > best.wy * best.wx) best = {static_cast<int>(i), static_cast<int>(j), p, wy, wx};
     }
   }
@@ -144,15 +146,12 @@ std::string path_svg(const std::vector<std::string>& tokens, const Path& p,
   return s + "</svg>";
 }
 
-std::string example(const RunFiles& f, const Heads& h, const Entry& e) {
-  const json& tok = f.tokens;
-  if (f.attention.shape.size() != 5 || !tok.is_object() || !tok.contains("examples") ||
-      !tok["examples"].is_array() || tok["examples"].empty() || !tok["examples"][0].is_object() ||
-      f.attention.shape[1] != h.layers || f.attention.shape[2] != h.heads)
-    return "<p class=\"note\">attention.npy or attention_tokens.json not found.</p>";
-  const std::vector<std::string> tokens =
-      tok["examples"][0].value("tokens", std::vector<std::string>{});
-  const Path p = best_path(f, h, e);
+// The path on example sentence n (checked by examples()).
+std::string example(const RunFiles& f, const Heads& h, const Entry& e, int64_t n) {
+  const json& ex = f.tokens["examples"][n];
+  if (!ex.is_object()) return "<p class=\"note\">No such example sentence.</p>";
+  const std::vector<std::string> tokens = ex.value("tokens", std::vector<std::string>{});
+  const Path p = best_path(f, h, e, n);
   if (p.i < 0 || static_cast<int64_t>(tokens.size()) != f.attention.shape[3])
     return "<p class=\"note\">No two-step path on the example sentence.</p>";
   const std::string rel = h.relations[e.relation];
@@ -163,6 +162,22 @@ std::string example(const RunFiles& f, const Heads& h, const Entry& e) {
                             h.label[e.head], tokens[p.i], tokens[p.j], p.wy, tokens[p.j],
                             e.source / h.heads, h.label[e.source], tokens[p.p], p.wx, tokens[p.i],
                             rel, h.label[e.head], tokens[p.j], h.label[e.source]));
+}
+
+// One figure per example sentence, each in a div.comp-path with data-example; all but the first
+// hidden, for kCompositionScript to show the one the attention explorer's menu picks.
+std::string examples(const RunFiles& f, const Heads& h, const Entry& e) {
+  const json& tok = f.tokens;
+  if (f.attention.shape.size() != 5 || !tok.is_object() || !tok.contains("examples") ||
+      !tok["examples"].is_array() || tok["examples"].empty() || f.attention.shape[1] != h.layers ||
+      f.attention.shape[2] != h.heads)
+    return "<p class=\"note\">attention.npy or attention_tokens.json not found.</p>";
+  const int64_t n = std::min<int64_t>(f.attention.shape[0], tok["examples"].size());
+  std::string out;
+  for (int64_t i = 0; i < n; ++i)
+    out += fmt::format("<div class=\"comp-path\" data-example=\"{}\"{}>", i, i ? " hidden" : "") +
+           example(f, h, e, i) + "</div>";
+  return out;
 }
 
 }  // namespace
@@ -192,7 +207,7 @@ std::string composition_body(const RunView& v) {
                    svg::number(margin, 2))
              : "";
   const std::string shown_html =
-      shown ? example(f, h, *shown)
+      shown ? examples(f, h, *shown)
             : fmt::format(
                   "<p class=\"note\">No composition above chance: no head's strongest "
                   "path exceeds its uniform-Y baseline by more than {}.</p>",
@@ -206,7 +221,10 @@ std::string composition_body(const RunView& v) {
              "composition: neither head reaches the partner alone; a drop when X is gated off "
              "means Y "
              "needs X to find its key." +
-             chance_text) +
+             chance_text +
+             (shown ? " The path below is drawn on the sentence picked in the attention "
+                      "explorer's menu (the first one without scripts)."
+                    : "")) +
          table(h, entries) + "<div class=\"row\">" + shown_html + "</div>";
 }
 

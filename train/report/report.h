@@ -19,11 +19,17 @@
 // sentences and a head; the head's map with tokens on both axes, gold partners outlined, a
 // tooltip per cell with query, key and weight, and the maps of every head of its layer; drawn by
 // a script from the weights embedded once as JSON, and statically for the first sentence and
-// head when scripts are off), "ablation" (ablation, keep-only and importance bars;
+// head when scripts are off), "views" (the model view: every layer x head as a small map of
+// the picked sentence, click or Enter to open one in the explorer; the head view: the sentence
+// twice with lines from query to key as opaque as the weight, several heads overlaid in their
+// own colours, a hovered or focused token's lines alone), "ablation" (ablation, keep-only and importance bars;
 // relation-group ablation matrix), "pruning" (the pruning curve), "composition" (two or more
-// layers: two-step paths), "heads" (every number per head, mean-ablation accuracy where
+// layers: two-step paths, drawn on the sentence the explorer picks), "heads" (every number per head, mean-ablation accuracy where
 // heads.json has it), "files" (resolved config, versions,
-// links to the run's files). A missing input file leaves its
+// links to the run's files; in a sweep's run directory a link back to the sweep's report).
+// The per-head timeline has a toggle per head ("only" one, "all"), and every chart of the run
+// and the sweep report downloads as SVG or PNG with its title, legend and caption
+// (chart_tools.h). A missing input file leaves its
 // section with a note instead of failing. Unclaimed assignments (mass at or below heads.json's
 // specialization.claim_threshold) are never drawn in their relation's colour. The chance
 // baselines of heads.json (names ending in _baseline, docs/analysis.md) stand beside the numbers
@@ -69,6 +75,9 @@ struct RunFiles {
   nlohmann::json run;                    // run.json (provenance, plugins), or null
   std::string config_toml;               // config.resolved.toml, or ""
   std::vector<std::string> links;        // the run's own files that exist, linked from the page
+  // The run directory lies in a sweep directory (its parent's .headlab marker says "sweep"):
+  // that sweep's report.html relative to this page, which links back to it; else "".
+  std::string sweep_report;
 };
 
 // Reads whatever of the files above exist. The analysis files (heads.json, attention.npy,

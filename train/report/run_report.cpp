@@ -20,14 +20,15 @@ namespace fs = std::filesystem;
 const SectionSpec<RunView> kRunSections[] = {
     {"summary", "Summary", summary_body},
     {"curves", "Training curves", curves_body},
-    {"timeline", "Specialization over training", timeline_body},
+    {"timeline", "Specialization over training", timeline_body, kTimelineScript},
     {"specialization", "Head x relation matrix", specialization_body},
     {"patching", "Activation patching", patching_body},
     {"best-heads", "Best head per relation against position", best_heads_body},
     {"attention", "Attention maps on the example sentences", attention_body, kAttentionScript},
+    {"views", "Model view and head view", views_body, kViewsScript},
     {"ablation", "Ablation and importance", ablation_body},
     {"pruning", "Pruning curve", pruning_body},
-    {"composition", "Composition across layers", composition_body},
+    {"composition", "Composition across layers", composition_body, kCompositionScript},
     {"heads", "Every head in numbers", table_body},
     {"config", "Config, versions and files", files_body},
 };
@@ -37,6 +38,25 @@ const SectionSpec<RunView> kRunSections[] = {
 constexpr const char* kLinked[] = {
     "train.log",      "run.json",   "summary.json",  "config.resolved.toml", "metrics.jsonl",
     "timeline.jsonl", "heads.json", "attention.npy", "attention_tokens.json"};
+
+// "../report.html" (or further up for an analysis directory's page) when run_dir is one of a
+// sweep's runs, read from the parent's marker (train/run/run_dir.h) without taking its lock;
+// "" otherwise. The sweep's report may not exist yet while the sweep runs: it is written last.
+std::string sweep_report_of(const fs::path& run_dir, const fs::path& page_dir) {
+  fs::path run = fs::absolute(run_dir).lexically_normal();
+  if (run.filename().empty()) run = run.parent_path();
+  const fs::path sweep = run.parent_path();
+  json marker;
+  try {  // the parent's marker is not the run's file: an unreadable one only means no link
+    marker = read_json_file_if_present(sweep / ".headlab").value_or(nullptr);
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (!marker.is_object() || marker.value("headlab", std::string()) != "sweep") return "";
+  return (sweep / "report.html")
+      .lexically_relative(fs::absolute(page_dir).lexically_normal())
+      .generic_string();
+}
 
 // The run's own files, or null / "" where a file is absent (its section then says so).
 json optional_json(const fs::path& path) {
@@ -60,6 +80,10 @@ std::string header(const RunFiles& f, const Heads& h) {
          (verdict.empty() ? ""
                           : fmt::format("<p class=\"verdict{}\" id=\"verdict\">{}</p>",
                                         all ? " good" : "", svg::escape(verdict))) +
+         (f.sweep_report.empty()
+              ? ""
+              : "<p class=\"up\"><a id=\"sweep-link\" href=\"" + href(f.sweep_report) +
+                    "\">\u2190 the sweep's report</a>: this run is one of its runs.</p>") +
          "</header>\n";
 }
 
@@ -151,6 +175,7 @@ RunFiles load_run_files(const fs::path& run_dir, const fs::path& analysis_dir) {
   f.config_toml = optional_text(run_dir / "config.resolved.toml");
   for (const char* name : kLinked)
     if (fs::is_regular_file(run_dir / name)) f.links.push_back(name);
+  f.sweep_report = sweep_report_of(run_dir, a);
   check_analysis_set(a, f);
   return f;
 }

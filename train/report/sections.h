@@ -51,8 +51,8 @@ std::string timeline_body(const RunView& v);
 // last to go. A note when heads.json has no pruning curve.
 std::string pruning_body(const RunView& v);
 // "composition": for each head of layer >= 1 the lower head it composes with (heads.json
-// "composition"), and the strongest two-step path drawn on the first example sentence. "" for a
-// one-layer model.
+// "composition"), and the strongest two-step path drawn on each example sentence (the one picked in
+// the attention explorer shown, kCompositionScript). "" for a one-layer model.
 std::string composition_body(const RunView& v);
 std::string files_body(const RunView& v);
 // "patching": the head x relation map of the fraction of each relation's logit difference that
@@ -105,6 +105,23 @@ int patching_top(const Patching& p, size_t r);
 // The attention explorer's script (attention_script.cpp): switches the sentence and the head
 // of the maps drawn by attention_body, from the data embedded there.
 extern const char* const kAttentionScript;
+// Whether attention_body embeds the maps (#att-data) that the views below draw from.
+bool attention_embedded(const RunFiles& f);
+// "views": the model view and the head view of the picked sentence (views_section.cpp), drawn by
+// kViewsScript (views_script.cpp) from #att-data. "" when the maps are not embedded.
+std::string views_body(const RunView& v);
+extern const char* const kViewsScript;
+// The composition figure following the sentence menu (composition_section.cpp draws one figure
+// per sentence) and the timeline's head toggles (follow_script.cpp).
+extern const char* const kCompositionScript;
+extern const char* const kTimelineScript;
+// A group of checkboxes, one per series of the line chart before it (hidden until
+// kTimelineScript shows them): each shows or hides its series (g.series[data-series]), with an
+// "only" button per series and "all"; `label` names the group for a screen reader. Each box
+// shows its short name (`shorts`, "L0 H1") with the series' full name as its tooltip and label.
+std::string series_toggles(const std::string& label, const std::vector<std::string>& names,
+                           const std::vector<std::string>& shorts,
+                           const std::vector<std::string>& colors);
 
 // Sweep report sections.
 std::string sweep_table_body(const SweepView& v);

@@ -111,6 +111,7 @@ std::string charts(const Timeline& t) {
   so.y_min = 0.0;
   so.y_max = 1.0;
   std::vector<svg::Series> heads;
+  std::vector<std::string> names, labels, colors;
   for (int k = 0; k < t.layers * t.heads; ++k) {
     const int r = t.final_relation[k];
     std::vector<double> y;
@@ -120,6 +121,9 @@ std::string charts(const Timeline& t) {
                t.colors[r], t.step, y, !t.final_assigned[k]);
     if (!t.final_assigned[k]) s.opacity = 0.55;
     s.shape = relation_shape(r);  // the relation told apart without its colour
+    names.push_back(s.name);
+    labels.push_back(head_label(t, k));
+    colors.push_back(s.color);
     heads.push_back(std::move(s));
   }
   svg::LineChartOptions ho = chart("Each head's mass on its final relation", "step", "mass");
@@ -129,10 +133,12 @@ std::string charts(const Timeline& t) {
   return "<div class=\"row\">" +
          figure(svg::line_chart(spec, so),
                 "s_match: mean mass of the best one-to-one relation-to-head assignment.") +
+         "<div class=\"tl-heads\" id=\"tl-heads\">" +
          figure(svg::line_chart(heads, ho),
                 "Solid: the head assigned to that relation at the end; dashed: the other heads, "
                 "on their largest relation. Dotted line: the claim threshold 0.5.") +
-         "</div>";
+         series_toggles("Heads drawn in the chart of each head's mass", names, labels, colors) +
+         "</div></div>";
 }
 
 // The table of first claims and a sentence on their order.

@@ -132,7 +132,8 @@ std::string axes(const Frame& f) {
 }
 
 // One series: its polyline (when drawn as a line), its dots (markers, or the dots of a series
-// without a line), and its legend entry (entry k of the legend grid).
+// without a line), and its legend entry (entry k of the legend grid), each in a group with
+// data-series="k" (g.series and g.legend-entry) for a page's script to show or hide.
 std::string series_svg(const Frame& f, const Series& s, const std::string& color, size_t k) {
   std::string points, dots;
   size_t n = 0;
@@ -150,14 +151,14 @@ std::string series_svg(const Frame& f, const Series& s, const std::string& color
     ++j;
   }
   const std::string dash = !s.dash.empty() ? s.dash : s.dashed ? "5 3" : "";
-  std::string out;
+  std::string out = fmt::format("<g class=\"series\" data-series=\"{}\">", k);
   if (!points.empty() && s.line) {
     out += fmt::format(
         "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-opacity=\"{}\" "
         "{}points=\"{}\"/>",
         color, s.opacity, dash.empty() ? "" : "stroke-dasharray=\"" + dash + "\" ", points);
   }
-  out += dots;
+  out += dots + fmt::format("</g><g class=\"legend-entry\" data-series=\"{}\">", k);
   const double lx = f.ml + (k % f.legend_cols) * (f.pw / f.legend_cols);
   const double ly = f.o.height + 4 + (k / f.legend_cols) * 18.0;
   if (s.line) {
@@ -171,7 +172,7 @@ std::string series_svg(const Frame& f, const Series& s, const std::string& color
   }
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"legend\">{}</text>", lx + 20, ly + 4,
                      escape(s.name));
-  return out;
+  return out + "</g>";
 }
 
 }  // namespace
