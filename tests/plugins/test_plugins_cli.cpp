@@ -202,7 +202,7 @@ TEST_CASE("plugins: headlab info lists what each loaded plugin registered") {
                    "    op squareplus (3 gradcheck cases)\n") != std::string::npos);
   CHECK(r.out.find("  attention: alibi_attention, multi_head_attention, "
                    "talking_heads_attention\n") != std::string::npos);
-  CHECK(r.out.find("tasks: conllu, dependency, mirror\n") != std::string::npos);
+  CHECK(r.out.find("tasks: conllu, dependency, jsonl, mirror\n") != std::string::npos);
 }
 
 namespace {

@@ -120,13 +120,16 @@ TEST_CASE("train: conllu task features, labels and gold partners") {
     Batch again;
     task->generate_sentences(7, i, 0, 1, again);
     CHECK(again.features == b.features);
-    if (b.features[0][1] == 3) {  // "the old man": heads 3, 3, cut 4 -> BOS
+    if (b.features[0][1] == 3) {  // "the old man": heads 3, 3, cut 4 -> no partner
       seen_long = true;
-      CHECK(b.labels == std::vector<int32_t>{kIgnoreIndex, 7, 7, 17});  // NOUN NOUN ROOT
+      // NOUN NOUN, then VERB: the head cut off keeps its tag for the label.
+      CHECK(b.labels == std::vector<int32_t>{kIgnoreIndex, 7, 7, 15});
       CHECK(b.partners[0] == std::vector<int32_t>{kNoPartner, 0, 1, 2});
-      CHECK(b.partners[1] == std::vector<int32_t>{kNoPartner, 3, 3, 0});
-      CHECK(b.partners[2] == std::vector<int32_t>{kNoPartner, 0, 0, 2});  // man's nearest: old
-      CHECK(b.partners[3] == std::vector<int32_t>{kNoPartner, 3, 0, 0});
+      CHECK(b.partners[1] == std::vector<int32_t>{kNoPartner, 3, 3, kNoPartner});
+      // CHILD: the and old have no dependent; man's nearest is old.
+      CHECK(b.partners[2] == std::vector<int32_t>{kNoPartner, kNoPartner, kNoPartner, 2});
+      // det: only "the" is a det; the other words have no det partner (not BOS).
+      CHECK(b.partners[3] == std::vector<int32_t>{kNoPartner, 3, kNoPartner, kNoPartner});
     } else {
       seen_short = true;
       CHECK(b.features[0] == std::vector<int32_t>{0, 5, 10, 1});

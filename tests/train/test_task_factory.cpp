@@ -106,7 +106,7 @@ TEST_CASE("train: a task registered outside the library is selected by its confi
   CHECK(has_task("test_copy"));
   const auto all = registered_tasks();
   CHECK(std::find(all.begin(), all.end(), "test_copy") != all.end());
-  CHECK(builtin_tasks() == std::vector<std::string>{"conllu", "dependency"});
+  CHECK(builtin_tasks() == std::vector<std::string>{"conllu", "dependency", "jsonl"});
   const Config c = parse_config("[task]\nname = \"test_copy\"\nvocab = 5\n", "t.toml");
   CHECK(to_toml(c).find("[task]\nname = \"test_copy\"\nvocab = 5\n") != std::string::npos);
   const auto task = make_task(c.task);

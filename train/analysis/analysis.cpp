@@ -55,6 +55,12 @@ AnalysisResult start(const Encoder& model, const Task& task, const Config& confi
   res.batches = options.batches > 0 ? options.batches : config.train.eval_batches;
   res.batch_size = options.batch_size > 0 ? options.batch_size : config.train.eval_batch_size;
   res.seed = options.seed >= 0 ? options.seed : config.train.eval_seed;
+  const EvalStream stream =
+      eval_stream(task, res.batches, res.batch_size, static_cast<uint64_t>(res.seed));
+  if (stream.from_set()) {
+    res.set_sentences = stream.set_sentences;
+    res.batches = options.batches > 0 ? std::min(options.batches, stream.batches) : stream.batches;
+  }
   if (options.examples < 0 || options.examples > res.batch_size)
     fail("analyze: examples is {} but must lie in [0, batch size {}]", options.examples,
          res.batch_size);
@@ -91,7 +97,9 @@ void keep_examples(const Task& task, const Batch& b, const std::vector<Tensor>& 
 // Attention metrics of the ungated model over the eval set, and the examples of batch 0.
 void measure_attention(AnalysisHooks& hooks, const Task& task, const EvalSet& set, int64_t examples,
                        AnalysisResult& res) {
-  res.examples.examples = examples;
+  // A set's first batch may hold fewer sentences than the batch size.
+  res.examples.examples =
+      set.batches.empty() ? 0 : std::min(examples, set.batches.front().batch_size);
   res.examples.layers = res.layers;
   res.examples.heads = res.heads;
   res.examples.seq_len = task.seq_len();
@@ -213,8 +221,10 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
                        const AnalysisOptions& options) {
   AnalysisResult res = start(model, task, config, options);
   res.step = options.step;
-  const EvalSet set =
-      make_eval_set(task, static_cast<uint64_t>(res.seed), res.batches, res.batch_size);
+  EvalStream stream =
+      eval_stream(task, res.batches, res.batch_size, static_cast<uint64_t>(res.seed));
+  stream.batches = res.batches;
+  const EvalSet set = make_eval_set(task, stream);
   const EvalModeGuard eval_mode(model);
   AnalysisHooks hooks(model);
   if (!set.batches.empty()) hooks.check_points(set.batches.front());

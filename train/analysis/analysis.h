@@ -2,7 +2,9 @@
 // Head analysis of a trained Encoder on a task with gold partners (docs/task.md, "Metrics").
 //
 // On evaluation batches (the config's eval stream: train.eval_seed, batch k = 0..n-1, by
-// default train.eval_batches x train.eval_batch_size sentences), with the model in eval mode:
+// default train.eval_batches x train.eval_batch_size sentences; for a task with an evaluation
+// set, that set in order, the first `batches` batches of it when batches is given), with the
+// model in eval mode:
 //   - per layer and head: mass M[l,h,r], distinct-partner mass, argmax accuracy, confidence,
 //     entropy (train/analysis/head_metrics.h);
 //   - ablation accuracy (that head's output replaced at hook_z: by 0, and by its mean output)
@@ -122,7 +124,8 @@ struct AnalysisResult {
   std::vector<LabelAccuracy> group_ablated;      // [R]
   std::vector<std::vector<double>> group_drops;  // [R][R]: row = group off, col = component
   int64_t batches = 0, batch_size = 0, seed = 0;
-  int64_t step = -1;  // AnalysisOptions::step
+  int64_t set_sentences = 0;  // the task's evaluation set, read in order; 0: the seeded stream
+  int64_t step = -1;          // AnalysisOptions::step
   AttentionExamples examples;
   std::vector<PruningStep> pruning;          // heads_pruned 0 .. L*H - 1
   PathMass paths;                            // two-step paths (layers >= 2)

@@ -11,6 +11,7 @@ ChanceBaselineAccumulator::ChanceBaselineAccumulator(int relations) : relations_
   uniform_sum_.assign(static_cast<size_t>(relations), 0.0);
   distinct_sum_ = uniform_sum_;
   offset_hits_.resize(static_cast<size_t>(relations));
+  relation_queries_.assign(static_cast<size_t>(relations), 0);
 }
 
 void ChanceBaselineAccumulator::add(int64_t B, int64_t T,
@@ -50,16 +51,21 @@ void ChanceBaselineAccumulator::add(int64_t B, int64_t T,
       bool distinct = true;
       for (int r = 0; r < relations_; ++r) {
         p[r] = partners[r][q];
-        if (p[r] < 0 || p[r] >= T)
-          fail("baselines: partner {} of relation {} at batch {} position {} is outside [0, {})",
-               p[r], r, b, i, T);
-        if (p[r] == 0) distinct = false;  // as HeadMetricsAccumulator: BOS is no real partner
+        if ((p[r] < 0 && p[r] != kNoPartner) || p[r] >= T)
+          fail(
+              "baselines: partner {} of relation {} at batch {} position {} is outside [0, {}) "
+              "and not {} (no partner)",
+              p[r], r, b, i, T, kNoPartner);
+        // As HeadMetricsAccumulator: BOS is no real partner, nor is none.
+        if (p[r] <= 0) distinct = false;
         for (int s = 0; s < r; ++s) distinct = distinct && p[s] != p[r];
+        if (p[r] >= 0) ++relation_queries_[r];
       }
       ++queries_;
       if (distinct) ++distinct_queries_;
       for (int r = 0; r < relations_; ++r) {
-        if (padded(b, p[r])) continue;  // no head can attend there: neither baseline hits it
+        if (p[r] < 0 || padded(b, p[r]))
+          continue;  // no head can attend there: neither baseline hits it
         const double u = 1.0 / static_cast<double>(visible);
         uniform_sum_[r] += u;
         if (distinct) distinct_sum_[r] += u;
@@ -73,10 +79,12 @@ ChanceBaselines ChanceBaselineAccumulator::finish() const {
   ChanceBaselines out;
   out.queries = queries_;
   out.distinct_queries = distinct_queries_;
-  const double inv = queries_ > 0 ? 1.0 / static_cast<double>(queries_) : 0.0;
+  out.relation_queries = relation_queries_;
   const double inv_distinct =
       distinct_queries_ > 0 ? 1.0 / static_cast<double>(distinct_queries_) : 0.0;
   for (int r = 0; r < relations_; ++r) {
+    const int64_t n = relation_queries_[r];
+    const double inv = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
     out.mass_uniform.push_back(uniform_sum_[r] * inv);
     out.mass_distinct_uniform.push_back(distinct_sum_[r] * inv_distinct);
     int64_t best = 0, best_hits = -1;

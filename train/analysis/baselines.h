@@ -10,8 +10,9 @@
 //                       of the best fixed-offset head ("always look d to the left/right"); a
 //                       query whose i + d falls outside [0, T), or on a padded key, is a miss;
 //   the spread of accuracy across evaluation batches, for ablation drops.
-// The queries averaged over are the counted ones, as in HeadMetricsAccumulator (mass_distinct
-// likewise over the distinct-partner queries), so a score and its baseline share a denominator.
+// The queries averaged over are the counted ones, as in HeadMetricsAccumulator (relation r's
+// over those with a partner for r, mass_distinct over the distinct-partner queries), so a score
+// and its baseline share a denominator.
 
 #include <cstdint>
 #include <span>
@@ -29,6 +30,7 @@ struct ChanceBaselines {
   std::vector<int64_t>
       argmax_offset_offset;  // [R]: the winning d (ties: the lowest d; 0 if no hit)
   int64_t queries = 0, distinct_queries = 0;
+  std::vector<int64_t> relation_queries;  // [R]: counted queries with a partner for r
 };
 
 class ChanceBaselineAccumulator {
@@ -39,8 +41,8 @@ class ChanceBaselineAccumulator {
   // One batch of B sequences of T tokens. partners and counted as HeadMetricsAccumulator::add;
   // key_padding: empty (every key visible) or B*T flags, nonzero marking a padded key (the
   // Encoder's key_padding_mask): query i of sequence b sees the unpadded keys of b. Throws
-  // headlab::Error ("baselines: ...") on vectors not of size B*T, a partner outside [0, T) on a
-  // counted query, or a counted query that sees no key.
+  // headlab::Error ("baselines: ...") on vectors not of size B*T, a partner outside [0, T) and
+  // not kNoPartner on a counted query, or a counted query that sees no key.
   void add(int64_t B, int64_t T, std::span<const std::vector<int32_t>> partners,
            std::span<const uint8_t> counted, std::span<const uint8_t> key_padding = {});
 
@@ -53,6 +55,7 @@ class ChanceBaselineAccumulator {
   std::vector<std::vector<int64_t>> offset_hits_;
   int64_t max_offset_ = 0;
   int64_t queries_ = 0, distinct_queries_ = 0;
+  std::vector<int64_t> relation_queries_;  // [R]
 };
 
 // The spread of accuracy across the evaluation batches (the ungated model): the sample standard

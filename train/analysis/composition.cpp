@@ -13,6 +13,7 @@ PathMassAccumulator::PathMassAccumulator(int layers, int heads, int relations) {
   const size_t n = static_cast<size_t>(layers) * heads;
   sum_ = {layers, heads, relations, std::vector<double>(n * n * relations, 0.0),
           std::vector<double>(n * relations, 0.0)};
+  relation_queries_.assign(static_cast<size_t>(relations), 0);
 }
 
 void PathMassAccumulator::add(std::span<const Tensor> attention,
@@ -32,6 +33,7 @@ void PathMassAccumulator::add(std::span<const Tensor> attention,
       const size_t q = static_cast<size_t>(b * T + i);
       if (!counted[q]) continue;
       ++queries_;
+      for (int r = 0; r < R; ++r) relation_queries_[r] += partners[r][q] >= 0 ? 1 : 0;
       for (int l2 = 1; l2 < L; ++l2) {
         for (int h2 = 0; h2 < H; ++h2) {
           const float* y = attention[l2].data() + ((b * H + h2) * T + i) * T;  // A_Y[i, :]
@@ -41,6 +43,7 @@ void PathMassAccumulator::add(std::span<const Tensor> attention,
               double* out = &sum_.values[((l2 * H + h2) * n + l1 * H + h1) * R];
               for (int r = 0; r < R; ++r) {
                 const int32_t p = partners[r][q];
+                if (p < 0) continue;  // no partner for r: not one of r's queries
                 double s = 0.0;
                 for (int64_t j = 0; j < T; ++j) s += static_cast<double>(y[j]) * x[j * T + p];
                 out[r] += s;
@@ -83,7 +86,8 @@ void PathMassAccumulator::add_uniform(std::span<const Tensor> attention,
       for (int64_t i = 0; i < T; ++i) {
         const size_t q = static_cast<size_t>(b * T + i);
         if (!counted[q]) continue;
-        for (int r = 0; r < R; ++r) out[r] += column[partners[r][q]] / static_cast<double>(seen);
+        for (int r = 0; r < R; ++r)
+          if (partners[r][q] >= 0) out[r] += column[partners[r][q]] / static_cast<double>(seen);
       }
     }
   }
@@ -91,9 +95,14 @@ void PathMassAccumulator::add_uniform(std::span<const Tensor> attention,
 
 PathMass PathMassAccumulator::finish() const {
   PathMass out = sum_;
-  const double inv = queries_ > 0 ? 1.0 / static_cast<double>(queries_) : 0.0;
-  for (double& v : out.values) v *= inv;
-  for (double& v : out.uniform) v *= inv;
+  // Relation r's masses average over the queries with a partner for r (as head_metrics.h).
+  const auto R = static_cast<size_t>(sum_.relations);
+  std::vector<double> inv(R, 0.0);
+  for (size_t r = 0; r < R; ++r)
+    if (relation_queries_.size() == R && relation_queries_[r] > 0)
+      inv[r] = 1.0 / static_cast<double>(relation_queries_[r]);
+  for (size_t k = 0; k < out.values.size(); ++k) out.values[k] *= inv[k % R];
+  for (size_t k = 0; k < out.uniform.size(); ++k) out.uniform[k] *= inv[k % R];
   return out;
 }
 

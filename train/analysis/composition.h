@@ -70,6 +70,7 @@ class PathMassAccumulator {
 
   PathMass sum_;
   int64_t queries_ = 0;
+  std::vector<int64_t> relation_queries_;  // [R]: counted queries with a partner for r
 };
 
 struct CompositionSource {

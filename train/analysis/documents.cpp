@@ -240,8 +240,13 @@ json analysis_to_json(const AnalysisResult& res) {
                {{"seed", res.seed},
                 {"batches", res.batches},
                 {"batch_size", res.batch_size},
+                {"set_sentences", res.set_sentences},
                 {"queries", res.metrics.queries},
-                {"distinct_queries", res.metrics.distinct_queries}}}};
+                {"distinct_queries", res.metrics.distinct_queries},
+                // Per relation, the queries with a partner for it (its scores' denominator).
+                {"relation_queries", res.metrics.relation_queries.size() == res.relations.size()
+                                         ? by_relation(res, res.metrics.relation_queries)
+                                         : json::object()}}}};
   add_baselines(res, doc);
   return doc;
 }

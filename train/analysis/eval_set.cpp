@@ -37,11 +37,15 @@ class FrozenParameters {
 
 }  // namespace
 
-EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t batch_size) {
+EvalSet make_eval_set(const Task& task, const EvalStream& stream) {
   EvalSet set;
-  set.batches.resize(static_cast<size_t>(batches));
-  for (int64_t k = 0; k < batches; ++k) task.generate(seed, k, batch_size, set.batches[k]);
+  set.batches.resize(static_cast<size_t>(stream.batches));
+  for (int64_t k = 0; k < stream.batches; ++k) stream.batch(task, k, set.batches[k]);
   return set;
+}
+
+EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t batch_size) {
+  return make_eval_set(task, EvalStream{batches, batch_size, seed, 0});
 }
 
 void predict(const Tensor& logits, std::vector<int32_t>& out) {

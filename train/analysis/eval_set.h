@@ -27,7 +27,9 @@ struct EvalSet {
   std::vector<Batch> batches;
 };
 
-// Batches 0..batches-1 of the stream `seed`.
+// Batches 0..stream.batches-1 of the evaluation stream (a seeded stream or the task's set).
+EvalSet make_eval_set(const Task& task, const EvalStream& stream);
+// Batches 0..batches-1 of the seeded stream `seed` (generate), whatever the task's set.
 EvalSet make_eval_set(const Task& task, uint64_t seed, int64_t batches, int64_t batch_size);
 
 // Argmax over the last dim of logits [B, T, C] -> [B*T] (the examples' predicted labels).

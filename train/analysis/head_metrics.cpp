@@ -19,6 +19,7 @@ HeadMetricsAccumulator::HeadMetricsAccumulator(int layers, int heads, int relati
   argmax_hits_ = mass_sum_;
   confidence_sum_.assign(static_cast<size_t>(layers) * heads, 0.0);
   entropy_sum_ = confidence_sum_;
+  relation_queries_.assign(static_cast<size_t>(relations), 0);
 }
 
 std::vector<uint8_t> labelled_tokens(const Batch& batch) {
@@ -53,9 +54,11 @@ void check_attention_inputs(int layers, int heads, int relations, std::span<cons
     if (!counted[q]) continue;
     for (int r = 0; r < relations; ++r) {
       const int32_t p = partners[r][q];
-      if (p < 0 || p >= T) {
-        fail("head_metrics: partner {} of relation {} at batch {} position {} is outside [0, {})",
-             p, r, static_cast<int64_t>(q) / T, static_cast<int64_t>(q) % T, T);
+      if ((p < 0 && p != kNoPartner) || p >= T) {
+        fail(
+            "head_metrics: partner {} of relation {} at batch {} position {} is outside [0, {}) "
+            "and not {} (no partner)",
+            p, r, static_cast<int64_t>(q) / T, static_cast<int64_t>(q) % T, T, kNoPartner);
       }
     }
   }
@@ -74,8 +77,9 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
       bool distinct = true;
       for (int r = 0; r < relations_; ++r) {
         p[r] = partners[r][q];
-        if (p[r] == 0) distinct = false;
+        if (p[r] <= 0) distinct = false;  // BOS or no partner
         for (int s = 0; s < r; ++s) distinct = distinct && p[s] != p[r];
+        if (p[r] >= 0) ++relation_queries_[r];
       }
       ++queries_;
       if (distinct) ++distinct_queries_;
@@ -84,6 +88,7 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
           const float* row = attention[l].data() + ((b * heads_ + h) * T + i) * T;
           if (mass_only_) {
             for (int r = 0; r < relations_; ++r) {
+              if (p[r] < 0) continue;
               mass_sum_.at(l, h, r) += row[p[r]];
               if (distinct) distinct_sum_.at(l, h, r) += row[p[r]];
             }
@@ -98,6 +103,7 @@ void HeadMetricsAccumulator::add(std::span<const Tensor> attention,
           confidence_sum_[l * heads_ + h] += row[best];
           entropy_sum_[l * heads_ + h] += entropy;
           for (int r = 0; r < relations_; ++r) {
+            if (p[r] < 0) continue;
             mass_sum_.at(l, h, r) += row[p[r]];
             if (distinct) distinct_sum_.at(l, h, r) += row[p[r]];
             if (best == p[r]) argmax_hits_.at(l, h, r) += 1.0;
@@ -115,15 +121,22 @@ HeadMetrics HeadMetricsAccumulator::finish() const {
   m.relations = relations_;
   m.queries = queries_;
   m.distinct_queries = distinct_queries_;
+  m.relation_queries = relation_queries_;
   const double inv = queries_ > 0 ? 1.0 / static_cast<double>(queries_) : 0.0;
   const double inv_distinct =
       distinct_queries_ > 0 ? 1.0 / static_cast<double>(distinct_queries_) : 0.0;
   m.mass = mass_sum_;
   m.mass_distinct = distinct_sum_;
   m.argmax_accuracy = argmax_hits_;
-  for (double& v : m.mass.values) v *= inv;
   for (double& v : m.mass_distinct.values) v *= inv_distinct;
-  for (double& v : m.argmax_accuracy.values) v *= inv;
+  for (int l = 0; l < layers_; ++l)
+    for (int h = 0; h < heads_; ++h)
+      for (int r = 0; r < relations_; ++r) {
+        const int64_t n = relation_queries_[r];
+        const double inv_r = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+        m.mass.at(l, h, r) *= inv_r;
+        m.argmax_accuracy.at(l, h, r) *= inv_r;
+      }
   m.confidence = confidence_sum_;
   m.entropy = entropy_sum_;
   for (double& v : m.confidence) v *= inv;

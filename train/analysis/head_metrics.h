@@ -5,8 +5,12 @@
 //
 // Notation: L layers, H heads per layer, R relations, B batch, T sequence length.
 // A[l, h, i, j] is the weight of head h in layer l from query i to key j; p_r(i) is the gold
-// partner of relation r for query i. Every metric averages over counted queries only (the
-// non-BOS positions), pooled over all batches given to the accumulator.
+// partner of relation r for query i, or kNoPartner (-1) where query i has none for r (a word
+// of the conllu task with no dependent for CHILD, or with another DEPREL for a label relation).
+// Every metric averages over counted queries only (the non-BOS positions), pooled over all
+// batches given to the accumulator; a relation's metrics average over the counted queries that
+// have a partner for it (relation_queries), so a query without one neither scores nor lowers
+// that relation's score.
 
 #include <cstdint>
 #include <span>
@@ -46,10 +50,10 @@ struct HeadRelationMatrix {
 // Everything measured per head, averaged over counted queries.
 struct HeadMetrics {
   int layers = 0, heads = 0, relations = 0;
-  // M[l, h, r] = mean_i A[l, h, i, p_r(i)].
+  // M[l, h, r] = mean_i A[l, h, i, p_r(i)] over the queries with a partner for r.
   HeadRelationMatrix mass;
-  // M restricted to queries whose R partners are all real (not position 0, BOS) and pairwise
-  // distinct; zero when no such query was seen.
+  // M restricted to queries whose R partners are all real (not position 0, BOS, and not
+  // kNoPartner) and pairwise distinct; zero when no such query was seen.
   HeadRelationMatrix mass_distinct;
   // mean_i [argmax_j A[l, h, i, j] == p_r(i)] (Clark et al. 2019); ties go to the lowest j.
   HeadRelationMatrix argmax_accuracy;
@@ -57,6 +61,9 @@ struct HeadMetrics {
   std::vector<double> entropy;     // [L * H]: mean_i -sum_j A log A, in nats (0 log 0 = 0)
   int64_t queries = 0;             // counted queries
   int64_t distinct_queries = 0;    // of which had R real, pairwise distinct partners
+  // [R]: of which had a partner for relation r (the denominator of r's mass and argmax
+  // accuracy); queries - relation_queries[r] had none.
+  std::vector<int64_t> relation_queries;
 
   double head_confidence(int l, int h) const {
     return confidence[static_cast<size_t>(l) * heads + h];
@@ -82,12 +89,12 @@ class HeadMetricsAccumulator {
   HeadMetricsAccumulator(int layers, int heads, int relations, bool mass_only = false);
 
   // attention: one tensor per layer, each [B, H, T, T] (rows sum to 1).
-  // partners: R vectors of B*T key positions (index b*T + i); an entry < 0 means "no partner"
-  //   and such a query is skipped for every relation (it must also be masked out).
+  // partners: R vectors of B*T key positions (index b*T + i), or kNoPartner where the query
+  //   has no partner for that relation: it is then skipped for that relation only.
   // counted: B*T flags; a query counts when its flag is nonzero (the non-BOS positions).
   // Throws headlab::Error ("head_metrics: ...") on a wrong number of layers or relations, a
-  // shape other than [B, H, T, T], vectors not of size B*T, or a partner outside [0, T) on a
-  // counted query.
+  // shape other than [B, H, T, T], vectors not of size B*T, or a partner outside [0, T) and
+  // not kNoPartner on a counted query.
   void add(std::span<const Tensor> attention, std::span<const std::vector<int32_t>> partners,
            std::span<const uint8_t> counted);
 
@@ -99,6 +106,7 @@ class HeadMetricsAccumulator {
   HeadRelationMatrix mass_sum_, distinct_sum_, argmax_hits_;
   std::vector<double> confidence_sum_, entropy_sum_;
   int64_t queries_ = 0, distinct_queries_ = 0;
+  std::vector<int64_t> relation_queries_;  // [R]
 };
 
 // The specialization summary over a mass matrix M (docs/task.md, "Metrics"):

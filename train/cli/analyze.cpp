@@ -163,7 +163,8 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       fmt::format("Sentences whose attention maps go to attention.npy (-1: {}, at most a batch)",
                   AnalysisOptions::kDefaultExamples));
   add_int_option(*cmd, "--batches", a.batches, 0, 65536,
-                 "Evaluation batches (0: train.eval_batches)");
+                 "Evaluation batches (0: train.eval_batches; a task's evaluation set: all of it, "
+                 "else its first N)");
   add_int_option(*cmd, "--batch-size", a.batch_size, 0, 65536,
                  "Sentences per batch (0: train.eval_batch_size)");
   cmd->add_flag("--report-only", a.report_only,

@@ -23,10 +23,11 @@ enum ExitCode { kOk = 0, kFailure = 1, kUsage = 2, kNonFinite = 3, kGradcheckFai
 void add_info_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_gradcheck_command(CLI::App& app, int& exit_code);
-void add_analyze_command(CLI::App& app, int& exit_code);  // analyze.cpp
-void add_sweep_command(CLI::App& app, int& exit_code);    // sweep.cpp
-void add_train_command(CLI::App& app, int& exit_code);    // train.cpp
-void add_eval_command(CLI::App& app, int& exit_code);     // eval.cpp
+void add_analyze_command(CLI::App& app, int& exit_code);        // analyze.cpp
+void add_sweep_command(CLI::App& app, int& exit_code);          // sweep.cpp
+void add_train_command(CLI::App& app, int& exit_code);          // train.cpp
+void add_eval_command(CLI::App& app, int& exit_code);           // eval.cpp
+void add_export_conllu_command(CLI::App& app, int& exit_code);  // export_conllu.cpp
 // The head analysis at the end of `headlab train` (heads.json, attention.npy, report.html).
 void analyze_after_train(Trainer& trainer);
 

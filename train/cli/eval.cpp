@@ -46,7 +46,9 @@ void print_json(const EvalMetrics& e, const TrainConfig& t, const fs::path& chec
                               {"tokens", e.tokens},
                               {"eval_batches", t.eval_batches},
                               {"eval_batch_size", t.eval_batch_size},
-                              {"eval_seed", t.eval_seed}};
+                              {"eval_seed", t.eval_seed},
+                              {"sentences", e.sentences},
+                              {"eval_set", e.from_set}};
   fmt::print("{}\n", out.dump());
 }
 
@@ -76,8 +78,12 @@ int run_eval(const EvalArgs& a) {
     return kOk;
   }
   fmt::print("checkpoint: {} (step {})\n", used.string(), e.step);
-  fmt::print("sentences: {} x {} from eval_seed {} ({} tokens)\n", t.eval_batches,
-             t.eval_batch_size, t.eval_seed, e.tokens);
+  if (e.from_set)
+    fmt::print("sentences: the task's evaluation set, {} in order ({} tokens)\n", e.sentences,
+               e.tokens);
+  else
+    fmt::print("sentences: {} x {} from eval_seed {} ({} tokens)\n", t.eval_batches,
+               t.eval_batch_size, t.eval_seed, e.tokens);
   fmt::print("accuracy: {:.4f}\nloss: {:.4f}\n", e.accuracy, e.loss);
   for (size_t r = 0; r < e.relations.size() && r < e.relation_accuracy.size(); ++r)
     fmt::print("{} component accuracy: {:.4f}\n", e.relations[r], e.relation_accuracy[r]);

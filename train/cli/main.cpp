@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
   cli::add_gradcheck_command(app, exit_code);
   cli::add_analyze_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);
+  cli::add_export_conllu_command(app, exit_code);
   if (argc < 2) return launcher_rank() == 0 ? usage(app) : cli::kUsage;
   if (argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
     std::string known;

@@ -42,6 +42,7 @@
 #include "train/run/run_dir.h"
 #include "train/run/run_json.h"
 #include "train/run/trainer.h"
+#include "train/run/vocab_file.h"
 
 namespace headlab::cli {
 namespace {
@@ -238,6 +239,7 @@ void open_run_files(const TrainArgs& a, const Trainer& trainer, const fs::path& 
   record_session_start(out, command_line(), trainer.step());
   record_run_plugins(out);
   record_run_data_files(out, trainer.config());
+  write_run_vocabulary(out, trainer.task());
 }
 
 int run_train(const TrainArgs& a) {

@@ -30,12 +30,16 @@ const char* identity_text(KeyClass c) {
   return "";
 }
 
+// `task`: the task whose key this is (a key such as task.relations means something else in each
+// task that reads it), shown beside the key; empty for the other tables' keys.
 std::string reference_row(const std::string& key, const OptionSpec& spec,
-                          const std::string& default_text, KeyClass identity = KeyClass::result) {
+                          const std::string& default_text, KeyClass identity = KeyClass::result,
+                          const std::string& task = "") {
   std::string allowed = expected_text(spec);
   if (spec.shape) allowed += "; shape-relevant";
   allowed += identity_text(identity);
-  return fmt::format("| `{}` | {} | {} | {} | {} |\n", key, option_type_name(spec.type),
+  const std::string owner = task.empty() ? "" : fmt::format(" ({})", task);
+  return fmt::format("| `{}`{} | {} | {} | {} | {} |\n", key, owner, option_type_name(spec.type),
                      default_text, allowed, spec.doc);
 }
 
@@ -46,7 +50,8 @@ std::string task_rows(const KeySpec& name) {
   std::string out = reference_row(name.key, spec, "*required*");
   for (const std::string& task : builtin_tasks())
     for (const TaskOptions::Read& r : describe_task(task))
-      out += reference_row("task." + r.key, r.spec, fmt::format("`{}`", format_value(r.fallback)));
+      out += reference_row("task." + r.key, r.spec, fmt::format("`{}`", format_value(r.fallback)),
+                           KeyClass::result, task);
   return out;
 }
 

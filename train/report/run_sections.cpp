@@ -259,8 +259,26 @@ std::string files_body(const RunView& v) {
   }
   body += fmt::format("<tr><td class=\"l\">report</td><td class=\"l\">headlab {}</td></tr>",
                       HEADLAB_VERSION);
+  // The task's data files and what it read from them (summary.json "data": sentences per file,
+  // those longer than task.max_len, skipped or cut).
+  const json files = f.run.is_object() ? f.run.value("data_files", json::array()) : json::array();
+  for (const json& d : files.is_array() ? files : json::array())
+    if (d.is_object())
+      body += "<tr><td class=\"l\">" + svg::escape(d.value("key", std::string("data file"))) +
+              "</td><td class=\"l\">" + svg::escape(d.value("path", std::string("?"))) +
+              "</td></tr>";
+  json data = f.summary.is_object() ? f.summary.value("data", json::object()) : json::object();
+  if (!data.is_object()) data = json::object();
+  for (const auto& [k, x] : data.items())
+    body += "<tr><td class=\"l\">" + svg::escape(k) + "</td><td class=\"l\">" +
+            svg::escape(x.dump()) + "</td></tr>";
   const json eval = f.heads.is_object() ? f.heads.value("eval", json::object()) : json::object();
-  if (!eval.empty())
+  if (!eval.empty() && eval.value("set_sentences", int64_t{0}) > 0)
+    body += fmt::format(
+        "<tr><td class=\"l\">analysis sentences</td><td class=\"l\">the eval file's {}, in "
+        "order</td></tr>",
+        eval.value("set_sentences", int64_t{0}));
+  else if (!eval.empty())
     body += fmt::format(
         "<tr><td class=\"l\">analysis batches</td><td class=\"l\">{} x {} (seed {})</td></tr>",
         eval.value("batches", 0), eval.value("batch_size", 0), eval.value("seed", 0));

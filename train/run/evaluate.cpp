@@ -66,18 +66,20 @@ EvalMetrics evaluate(RunModel& model, int64_t step, Comm* comm, HeadMetricsAccum
   } restore{encoder};
   NoGradGuard no_grad;
   encoder.eval();
+  const EvalStream stream =
+      eval_stream(task, t.eval_batches, t.eval_batch_size, static_cast<uint64_t>(t.eval_seed));
   const int64_t weighed =
-      heads ? (t.timeline_batches == 0 ? t.eval_batches
-                                       : std::min(t.timeline_batches, t.eval_batches))
+      heads ? (t.timeline_batches == 0 ? stream.batches
+                                       : std::min(t.timeline_batches, stream.batches))
             : 0;
-  const EvalSplit split{t.eval_batches, weighed, ranks.size()};
+  const EvalSplit split{stream.batches, weighed, ranks.size()};
   const size_t relations = task.relations().size(), width = 3 + relations;
   std::vector<double> mine(static_cast<size_t>(split.slots()) * width, 0.0);
   Batch batch;
   std::vector<Tensor> weights;
-  for (int64_t i = 0; i < t.eval_batches; ++i) {
+  for (int64_t i = 0; i < stream.batches; ++i) {
     if (split.owner(i) != ranks.rank()) continue;
-    task.generate(static_cast<uint64_t>(t.eval_seed), i, t.eval_batch_size, batch);
+    stream.batch(task, i, batch);
     const bool weigh = i < weighed;
     const EvalCounts counts = evaluate_batch(encoder, batch, task, weigh ? &weights : nullptr);
     if (weigh) heads->add(weights, batch.partners, labelled_tokens(batch));
@@ -87,13 +89,15 @@ EvalMetrics evaluate(RunModel& model, int64_t step, Comm* comm, HeadMetricsAccum
   ranks.allgather(bytes_of(std::span<const double>(mine)), bytes_of(std::span(all)));
   EvalCounts total;
   total.relation_correct.resize(relations, 0);
-  for (int64_t i = 0; i < t.eval_batches; ++i)  // in batch order
+  for (int64_t i = 0; i < stream.batches; ++i)  // in batch order
     total.add(read_record(
         all.data() + (split.owner(i) * split.slots() + split.slot(i)) * static_cast<int64_t>(width),
         relations));
   EvalMetrics e;
   e.step = step;
   e.tokens = total.tokens;
+  e.from_set = stream.from_set();
+  e.sentences = e.from_set ? stream.set_sentences : stream.batches * stream.batch_size;
   e.loss = total.loss();
   e.accuracy = total.accuracy();
   e.relations = task.relations();

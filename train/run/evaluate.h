@@ -1,7 +1,8 @@
 #pragma once
 // The run's evaluation: what metrics.jsonl's evaluation rows, summary.json and `headlab eval`
 // report. train.eval_batches batches of train.eval_batch_size sentences from train.eval_seed
-// (the same sentences every time), through the model in eval mode without gradients, counted by
+// (the same sentences every time), or a task's evaluation set in order (the conllu task's eval
+// file: EvalStream, train/tasks/task.h), through the model in eval mode without gradients, counted by
 // the one evaluation (train/eval/evaluation.h: token-weighted loss, accuracy and component
 // accuracies).
 //

@@ -45,6 +45,8 @@ struct EvalMetrics {
   std::vector<double> relation_accuracy;  // per relation: Task::relation_correct's accuracy,
                                           // written as "component_accuracy"
   int64_t tokens = 0;                     // non-BOS tokens evaluated
+  int64_t sentences = 0;                  // sentences evaluated
+  bool from_set = false;                  // the task's evaluation set in order (EvalStream)
   double elapsed_seconds = 0;
 };
 

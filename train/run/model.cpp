@@ -7,6 +7,7 @@
 #include "train/config/model.h"
 #include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
+#include "train/run/vocab_file.h"
 #include "train/tasks/registry.h"
 
 namespace headlab {
@@ -78,6 +79,7 @@ void RunModel::restore(const CheckpointData& c, ConfigUse use, const std::filesy
          config_.train.steps);
   if (c.data_cursor != c.step)
     fail("cannot {} '{}': data cursor {} differs from step {}", verb, where, c.data_cursor, c.step);
+  if (!run_id.empty()) check_run_vocabulary(run_dir, *task_);  // the ids the run trained with
   try {
     encoder_->load_state_dict(c.model);
   } catch (const Error& e) {

@@ -37,7 +37,8 @@ class RunModel {
   // (when both carry a run id; a checkpoint copied in from another run directory), that this config computes the
   // same run (identity_differences for `use`, listing every key with both values; resume counts
   // the checkpoint's ranks), that a resumed run is not past train.steps, that its data cursor is
-  // its step, and that its tensors fit. The optimizer's state is the training step's to load.
+  // its step, that the task's vocabularies are the run's (vocab.json, train/run/vocab_file.h)
+  // and that its tensors fit. The optimizer's state is the training step's to load.
   void restore(const CheckpointData& c, ConfigUse use, const std::filesystem::path& run_dir,
                int64_t ranks = 1);
 

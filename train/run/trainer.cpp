@@ -218,7 +218,10 @@ TrainResult Trainer::run(TrainObserver* observer) {
   result.ranks = comm_->size();
   if (metrics) {
     result.steps_to_95 = first_step_reaching(metrics->evals(), kLearnedAccuracy);
-    write_summary(run_dir_, summary_to_json(result, config(), parameter_count()));
+    nlohmann::json summary = summary_to_json(result, config(), parameter_count());
+    // What the task read from its data files (conllu, jsonl): sentences, those over max_len.
+    for (const DataCount& d : task().data_counts()) summary["data"][d.name] = d.value;
+    write_summary(run_dir_, summary);
   }
   return result;
 }

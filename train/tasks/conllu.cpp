@@ -47,7 +47,11 @@ std::vector<ConlluSentence> ConlluTask::keep(std::vector<ConlluSentence> sentenc
     if (s.words.size() > max) {
       ++long_;
       if (options_.long_sentences == "skip") continue;
-      s.words.resize(max);  // heads beyond the cut point at BOS (write_sentence)
+      // A head beyond the cut is no partner (write_sentence); its tag stays for head_upos.
+      for (size_t i = 0; i < max; ++i)
+        if (static_cast<size_t>(s.words[i].head) > max)
+          s.words[i].cut_head_upos = s.words[static_cast<size_t>(s.words[i].head) - 1].upos;
+      s.words.resize(max);
     }
     kept.push_back(std::move(s));
   }
@@ -112,6 +116,11 @@ ConlluTask::ConlluTask(const ConlluOptions& options) : options_(options) {
         "{}: every sentence is longer than task.max_len = {} and task.long_sentences = "
         "\"skip\"",
         options_.train_file, options_.max_len);
+  if (!options_.eval_file.empty() && eval_.empty())
+    fail(
+        "{}: every sentence is longer than task.max_len = {} and task.long_sentences = "
+        "\"skip\": expected at least one to evaluate on",
+        options_.eval_file, options_.max_len);
   for (const auto& f : options_.features) {
     if (f == "form") features_.push_back({"form", static_cast<int64_t>(forms_.size())});
     if (f == "upos") features_.push_back({"upos", 2 + static_cast<int64_t>(kUpos.size())});
@@ -143,30 +152,33 @@ void ConlluTask::write_sentence(const ConlluSentence& s, int64_t row, Batch& out
       continue;
     }
     const ConlluWord& w = s.words[static_cast<size_t>(t - 1)];
-    const int32_t head = w.head <= n ? w.head : 0;  // a head cut off points at BOS
+    // Position of the head: BOS (0) for the root, as CoNLL-U's ID 0; kNoPartner for a head cut
+    // off with the sentence's end.
+    const int32_t head = w.head <= n ? w.head : kNoPartner;
     if (options_.label == "upos") {
       out.labels[at] = upos_index(w.upos);
     } else if (options_.label == "deprel") {
       auto it = class_ids_.find(w.deprel);
       out.labels[at] = it == class_ids_.end() ? kIgnoreIndex : it->second;
     } else {
-      out.labels[at] = head == 0 ? static_cast<int32_t>(kUpos.size())
-                                 : upos_index(s.words[static_cast<size_t>(head - 1)].upos);
+      out.labels[at] = head == 0  ? static_cast<int32_t>(kUpos.size())
+                       : head > 0 ? upos_index(s.words[static_cast<size_t>(head - 1)].upos)
+                                  : upos_index(w.cut_head_upos);
     }
     for (size_t r = 0; r < options_.relations.size(); ++r) {
       const std::string& rel = options_.relations[r];
-      int32_t p = 0;
+      // A word without a partner for the relation has kNoPartner: the head metrics leave it out
+      // of that relation's scores (head_metrics.h) rather than score attention to BOS.
+      int32_t p = kNoPartner;
       if (rel == "PREV") {
         p = static_cast<int32_t>(t - 1);
       } else if (rel == "HEAD") {
         p = head;
       } else if (rel == "CHILD") {
-        int32_t best = 0;
         for (int32_t j = 1; j <= n; ++j)
           if (s.words[static_cast<size_t>(j - 1)].head == t &&
-              (best == 0 || std::abs(j - t) < std::abs(best - t)))
-            best = j;
-        p = best;
+              (p == kNoPartner || std::abs(j - t) < std::abs(p - t)))
+            p = j;
       } else if (w.deprel == rel) {
         p = head;
       }
@@ -191,6 +203,38 @@ void ConlluTask::generate_sentences(uint64_t seed, int64_t index, int64_t first,
   }
 }
 
+void ConlluTask::eval_set_batch(int64_t first, int64_t count, Batch& out) const {
+  const auto n = static_cast<int64_t>(eval_.size());
+  if (count < 1 || first < 0 || first + count > n)
+    fail("conllu task: eval sentences [{}, {}) are outside the eval file's [0, {})", first,
+         first + count, n);
+  const int64_t T = seq_len();
+  out.resize(count, T, features_.size(), options_.relations.size());
+  for (int64_t b = 0; b < count; ++b)
+    write_sentence(eval_[static_cast<size_t>(first + b)], b * T, out);
+}
+
+std::vector<DataCount> ConlluTask::data_counts() const {
+  return {{"train_sentences", static_cast<int64_t>(train_.size())},
+          {"eval_sentences", static_cast<int64_t>(eval_.size())},
+          {"long_sentences", long_}};
+}
+
+std::vector<TaskVocabulary> ConlluTask::vocabularies() const {
+  std::vector<TaskVocabulary> out;
+  for (const FeatureSpec& f : features_) {
+    if (f.name == "form") {
+      out.push_back({"form", forms_});
+    } else {
+      TaskVocabulary tags{"upos", {"<bos>", "<pad>"}};
+      tags.entries.insert(tags.entries.end(), kUpos.begin(), kUpos.end());
+      out.push_back(std::move(tags));
+    }
+  }
+  out.push_back({"classes", classes_});
+  return out;
+}
+
 std::string ConlluTask::token_string(const std::vector<std::vector<int32_t>>& features,
                                      int64_t index) const {
   const auto i = static_cast<size_t>(index);
@@ -213,9 +257,11 @@ std::unique_ptr<Task> make_conllu_task(TaskOptions& o) {
       "train_file", d.train_file,
       OptionSpec::one_of({}).documented(
           "The CoNLL-U file to train on, relative to the config's folder (required)."));
-  c.eval_file = o.get_string("eval_file", d.eval_file,
-                             OptionSpec::one_of({}).documented(
-                                 "A CoNLL-U file checked and counted with the training file."));
+  c.eval_file =
+      o.get_string("eval_file", d.eval_file,
+                   OptionSpec::one_of({}).documented(
+                       "The CoNLL-U file evaluation reads, every sentence once in order (default: "
+                       "sentences drawn from the training file)."));
   c.features = o.get_strings(
       "features", d.features,
       OptionSpec::names(1, 2, {"form", "upos"}).shaped().documented("Input features."));

@@ -8,13 +8,17 @@
 // order of first appearance) and "upos" (0 BOS, 1 padding, then the 17 UD tags). Labels
 // (task.label): "upos", "deprel" (the training file's relations, in order of first appearance;
 // one unseen there is an error) or "head_upos" (the head's tag; ROOT for the root).
-// Relations (task.relations): PREV (the word before; BOS for the first), HEAD (column 7; BOS for
-// the root), CHILD (the nearest dependent) and any dependency label: the partner of a word with
-// that DEPREL is its head (Clark et al. 2019). A word without a partner for a relation points at
-// BOS (position 0), the position no relation otherwise names but the root's head.
+// Relations (task.relations): PREV (the word before; BOS for the first), HEAD (column 7; BOS,
+// position 0, for the root, as CoNLL-U's ID 0), CHILD (the nearest dependent) and any dependency
+// label: the partner of a word with that DEPREL is its head (Clark et al. 2019). A word without
+// a partner for a relation (no dependent for CHILD, another DEPREL for a label relation, a head
+// cut off by task.long_sentences = "cut") has kNoPartner: the head metrics score each relation
+// over the words that have a partner for it (head_metrics.h).
 //
 // Sentence k of training batch `index` of stream `seed` is the training file's sentence
 // Rng::derive(seed, index, k).below(N): a pure function of (seed, index, k), as task.h requires.
+// With task.eval_file, evaluation reads that file's sentences once each, in file order
+// (eval_set_batch); without one it draws from the training file with train.eval_seed.
 // Sentences longer than max_len are skipped or cut (task.long_sentences); how many is
 // long_sentences_count().
 
@@ -54,8 +58,16 @@ class ConlluTask final : public Task {
   const std::vector<std::string>& relations() const override { return options_.relations; }
   void generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
                           Batch& out) const override;
+  // The eval file's sentences (kept after task.max_len), read in file order; 0 without one.
+  int64_t eval_set_sentences() const override { return static_cast<int64_t>(eval_.size()); }
+  void eval_set_batch(int64_t first, int64_t count, Batch& out) const override;
   std::string token_string(const std::vector<std::vector<int32_t>>& features,
                            int64_t index) const override;
+
+  // "form" (when a feature), "upos" (when a feature) and "classes", id -> string.
+  std::vector<TaskVocabulary> vocabularies() const override;
+  // train_sentences, eval_sentences (as kept), long_sentences (skipped or cut, both files).
+  std::vector<DataCount> data_counts() const override;
 
   int64_t train_sentences() const { return static_cast<int64_t>(train_.size()); }
   int64_t eval_sentences() const { return static_cast<int64_t>(eval_.size()); }

@@ -24,6 +24,9 @@ struct ConlluWord {
   std::string upos;
   int32_t head = 0;  // 0: the root; else the 1-based index of the head word
   std::string deprel;
+  // Set by the conllu task when it cuts a sentence (task.long_sentences = "cut") before the
+  // head: the head's UPOS, which the head_upos label still needs. Empty otherwise.
+  std::string cut_head_upos;
 };
 
 struct ConlluSentence {

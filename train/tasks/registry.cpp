@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "train/tasks/conllu.h"
 #include "train/tasks/dependency.h"
+#include "train/tasks/jsonl.h"
 
 namespace headlab {
 namespace {
@@ -21,7 +22,8 @@ using Registry = std::map<std::string, TaskKind, std::less<>>;
 // Built-ins are listed here rather than registered statically, as in layers/registry.cpp.
 Registry& registry() {
   static Registry r = {{"dependency", {make_dependency_task, true}},
-                       {"conllu", {make_conllu_task, true}}};
+                       {"conllu", {make_conllu_task, true}},
+                       {"jsonl", {make_jsonl_task, true}}};
   return r;
 }
 

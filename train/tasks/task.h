@@ -13,7 +13,8 @@
 // cursor is just the number of batches consumed (save it, restore it, and the stream continues
 // exactly), and a step's global batch can be split into micro-batches and over ranks in any way:
 // each part generates its own range of sentences (docs/distributed.md). Evaluation uses a
-// separate fixed seed and indices 0..n-1, so every evaluation sees the same sentences.
+// separate fixed seed and indices 0..n-1, so every evaluation sees the same sentences, or, for a
+// task with a fixed evaluation set (eval_set_sentences), that set in order (EvalStream).
 //
 // Usage:
 //   std::unique_ptr<Task> task = make_task(config.task);      // registry.h; throws on a bad
@@ -79,6 +80,19 @@ struct Batch {
   void resize(int64_t batch, int64_t length, size_t features, size_t relations);
 };
 
+// A count about the data a task read ("train_sentences", "long_sentences"), for summary.json's
+// "data" and the report.
+struct DataCount {
+  std::string name;
+  int64_t value = 0;
+};
+
+// A table of the task from ids to strings (a feature's vocabulary, the label classes).
+struct TaskVocabulary {
+  std::string name;                  // "form", "upos", "classes"
+  std::vector<std::string> entries;  // entries[id]
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -113,6 +127,23 @@ class Task {
   virtual std::string token_string(const std::vector<std::vector<int32_t>>& features,
                                    int64_t index) const;
 
+  // The tables that turn text into ids, for a task that builds them from data (the conllu
+  // task's forms, tags and classes): the run directory keeps them (vocab.json,
+  // train/run/vocab_file.h) and eval, analyze and resume check that the task rebuilt from the
+  // config gives the same ones. Empty (the default) for a task whose ids its options fix.
+  virtual std::vector<TaskVocabulary> vocabularies() const { return {}; }
+  // Counts about the data files read (sentences per file, those over task.max_len), in the
+  // order summary.json lists them. Empty (the default) for a generated task.
+  virtual std::vector<DataCount> data_counts() const { return {}; }
+
+  // A fixed evaluation set (the conllu task's eval file): its number of sentences, or 0 (the
+  // default) when evaluation draws a seeded stream with generate. With a set, evaluation reads
+  // every sentence once, in order (eval_stream below).
+  virtual int64_t eval_set_sentences() const { return 0; }
+  // Sentences [first, first + count) of the evaluation set, in its order, as out's rows.
+  // Throws headlab::Error when the task has no set or the range is outside [0, N).
+  virtual void eval_set_batch(int64_t first, int64_t count, Batch& out) const;
+
   // Activation patching (Heimersheim & Nanda): a corrupted copy of `clean` in which relation
   // `relation`'s partner of some tokens changes and their label changes with it, so that a
   // head's output patched from the clean run into the corrupted one can be scored by the
@@ -137,5 +168,23 @@ class Task {
   virtual bool corrupt(const Batch& clean, int relation, uint64_t seed, Batch& corrupted,
                        std::vector<uint8_t>& measured) const;
 };
+
+// What an evaluation reads: `batches` batches of `batch_size` sentences, batch i being batch i
+// of the seeded stream `seed` (generate), or, for a task with an evaluation set of N
+// sentences, sentences [i * batch_size, min(N, (i + 1) * batch_size)) of the set: every
+// sentence once, in order, the last batch possibly smaller (batches = ceil(N / batch_size)).
+struct EvalStream {
+  int64_t batches = 0;
+  int64_t batch_size = 0;
+  uint64_t seed = 0;
+  int64_t set_sentences = 0;  // N; 0 for a seeded stream
+
+  bool from_set() const { return set_sentences > 0; }
+  // Batch i (0 <= i < batches) into `out`.
+  void batch(const Task& task, int64_t i, Batch& out) const;
+};
+// The evaluation of `task` for train.eval_batches, train.eval_batch_size and train.eval_seed
+// (a set ignores batches and seed). Throws headlab::Error when batch_size < 1.
+EvalStream eval_stream(const Task& task, int64_t batches, int64_t batch_size, uint64_t seed);
 
 }  // namespace headlab
