@@ -1,11 +1,13 @@
 // The plugin's one entry point: what it adds to headlab. Loaded by
 //   headlab train plugin.toml --plugin <build>/libheadlab_example_plugin.so
 // it makes "swiglu", "alibi_attention", "talking_heads_attention" and "mirror" usable from any
-// config.
+// config, and the optimizer "lion" and the schedule "linear_decay".
 
 #include <headlab/train/plugins/plugin.h>
 
 #include "alibi_attention.h"
+#include "linear_decay.h"
+#include "lion.h"
 #include "mirror_task.h"
 #include "swiglu.h"
 #include "talking_heads.h"
@@ -20,4 +22,7 @@ HEADLAB_PLUGIN(registry) {
                      example::make_talking_heads_attention,
                      example::count_talking_heads_attention_parameters);
   registry.add_task("mirror", example::make_mirror_task);
+  registry.add_optimizer("lion", example::make_lion, 1, example::lion_options());
+  registry.add_schedule("linear_decay", example::make_linear_decay,
+                        example::linear_decay_options());
 }

@@ -32,7 +32,7 @@ namespace headlab {
 
 // One name a plugin registered.
 struct PluginItem {
-  std::string type;  // "layer" or "task"
+  std::string type;  // "layer", "task", "optimizer" or "schedule"
   std::string name;
   std::string kind;  // a layer's kind (layer_kind_name), "" for a task
   // "layer swiglu (feed_forward)", "task mirror".
