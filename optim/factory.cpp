@@ -43,7 +43,8 @@ std::unique_ptr<Optimizer> build_optimizer(const OptimizerOptions& options,
   resolved.options = resolve_declared_options("optim.options", definition.options, options.options);
   std::unique_ptr<Optimizer> optimizer = definition.factory(resolved, std::move(params));
   if (!optimizer) fail("optimizer: the factory registered as \"{}\" returned null", name);
-  if (optimizer->state_names().size() != static_cast<size_t>(definition.state_tensors))
+  if (definition.state_tensors != kUndeclaredStateTensors &&
+      optimizer->state_names().size() != static_cast<size_t>(definition.state_tensors))
     fail("optimizer: \"{}\" was registered with {} state tensors per parameter but keeps {}", name,
          definition.state_tensors, optimizer->state_names().size());
   return optimizer;

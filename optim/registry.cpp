@@ -35,7 +35,7 @@ void register_optimizer(std::string name, OptimizerFactory factory, int state_te
   if (name.empty()) fail("optimizer registry: the name is empty");
   if (!factory) fail("optimizer registry: the factory for \"{}\" is empty", name);
   if (is_builtin(name)) fail("optimizer registry: \"{}\" is a built-in optimizer", name);
-  if (state_tensors < 0)
+  if (state_tensors < kUndeclaredStateTensors)
     fail("optimizer registry: \"{}\" declares {} state tensors per parameter but expected >= 0",
          name, state_tensors);
   std::set<std::string> keys;
@@ -101,7 +101,7 @@ int optimizer_state_tensors(const OptimizerOptions& options) {
   if (options.name == "sgd") return options.momentum > 0.0 ? 1 : 0;
   OptimizerDefinition d = find_optimizer(options.name);
   if (!d.factory) fail_unknown_optimizer(options.name);
-  return d.state_tensors;
+  return d.state_tensors == kUndeclaredStateTensors ? 2 : d.state_tensors;
 }
 
 }  // namespace headlab

@@ -32,17 +32,21 @@ namespace headlab {
 using OptimizerFactory =
     std::function<std::unique_ptr<Optimizer>(const OptimizerOptions&, NamedParameters)>;
 
+// The state count of an optimizer registered without one: the memory estimate then counts 2
+// (Adam's) and nothing is checked.
+inline constexpr int kUndeclaredStateTensors = -1;
+
 struct OptimizerDefinition {
   OptimizerFactory factory;
-  int state_tensors = 2;    // per parameter, each of the parameter's shape
-  DeclaredOptions options;  // [optim.options]
+  int state_tensors = kUndeclaredStateTensors;  // per parameter, each of the parameter's shape
+  DeclaredOptions options;                      // [optim.options]
 };
 
-// Adds `factory` under `name`, keeping `state_tensors` tensors per parameter (the default, 2,
-// is Adam's) and reading `options`. Throws headlab::Error if the name is empty, a built-in or
-// already registered, the factory is empty, state_tensors is negative or an option repeats.
-void register_optimizer(std::string name, OptimizerFactory factory, int state_tensors = 2,
-                        DeclaredOptions options = {});
+// Adds `factory` under `name`, keeping `state_tensors` tensors per parameter and reading
+// `options`. Throws headlab::Error if the name is empty, a built-in or already registered, the
+// factory is empty, state_tensors is below kUndeclaredStateTensors or an option repeats.
+void register_optimizer(std::string name, OptimizerFactory factory,
+                        int state_tensors = kUndeclaredStateTensors, DeclaredOptions options = {});
 // Removes a name register_optimizer added. Throws for a built-in; an unknown name is a no-op.
 void unregister_optimizer(std::string_view name);
 
@@ -60,7 +64,8 @@ OptimizerDefinition find_optimizer(std::string_view name);
 // make_optimizer for a name not registered.
 DeclaredOptions optimizer_declared_options(std::string_view name);
 // State tensors per parameter of the optimizer `options` describes: adam and adamw 2, sgd 1
-// with momentum and 0 without, a registered one what it declared. Throws as above.
+// with momentum and 0 without, a registered one what it declared (2 if it declared none).
+// Throws as above.
 int optimizer_state_tensors(const OptimizerOptions& options);
 // "optimizer: name is \"x\" but expected one of: adam, adamw, sgd, ..."
 [[noreturn]] void fail_unknown_optimizer(std::string_view name);

@@ -45,6 +45,12 @@ std::mutex& table_mutex() {
   return m;
 }
 
+bool find_schedule_definition_builtin(std::string_view name) {
+  std::lock_guard lock(table_mutex());
+  auto it = table().find(name);
+  return it != table().end() && it->second.builtin;
+}
+
 }  // namespace
 
 void register_schedule(std::string name, ScheduleFactory factory, DeclaredOptions options) {
@@ -87,8 +93,10 @@ ScheduleDefinition find_schedule(std::string_view name) {
     std::lock_guard lock(table_mutex());
     if (auto it = table().find(name); it != table().end()) return it->second;
   }
-  std::string known;
-  for (const std::string& n : registered_schedules()) known += (known.empty() ? "" : ", ") + n;
+  // The built-ins first, in the order the documentation gives them, then the registered names.
+  std::string known = "constant, warmup_inverse_sqrt, warmup_cosine";
+  for (const std::string& n : registered_schedules())
+    if (!find_schedule_definition_builtin(n)) known += ", " + n;
   fail("schedule: name is \"{}\" but expected one of: {}", name, known);
 }
 

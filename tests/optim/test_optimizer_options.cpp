@@ -84,7 +84,7 @@ TEST_CASE("optim: undeclared, mistyped and out-of-range optimizer options are on
         "unknown key optim.options.gian (did you mean optim.options.gain?)");
   CHECK(error({{"zzzz", 2.0}}) == "unknown key optim.options.zzzz (known: gain, label)");
   CHECK(error({{"gain", 0.0}}) ==
-        "optim.options.gain = 0 is out of range: expected a number in (0, 10]");
+        "optim.options.gain = 0.0 is out of range: expected a number in (0.0, 10.0]");
   CHECK(error({{"gain", "big"}}).starts_with("optim.options.gain has type string but expected"));
   CHECK(error({{"label", "c"}}).starts_with("optim.options.label = \"c\" is not one of"));
   // The built-ins declare no table: their options are the [optim] keys.
@@ -112,6 +112,6 @@ TEST_CASE("optim: state tensors per parameter as declared, checked against the o
       doctest::Contains("registered with 1 state tensors per parameter but keeps 2"), Error);
   CHECK_THROWS_WITH_AS(
       register_optimizer(
-          "x", [](const OptimizerOptions&, NamedParameters) { return nullptr; }, -1),
+          "x", [](const OptimizerOptions&, NamedParameters) { return nullptr; }, -2),
       doctest::Contains("expected >= 0"), Error);
 }

@@ -70,8 +70,11 @@ TEST_CASE("optim: a registered schedule is built by name with its declared optio
       register_schedule("test_step_decay",
                         [](const ScheduleOptions&, double lr) { return Schedule::constant(lr); }),
       doctest::Contains("already registered"), Error);
-  CHECK_THROWS_WITH_AS(make_schedule({.name = "linear"}, 1.0),
-                       doctest::Contains("expected one of: constant, test_step_decay"), Error);
+  CHECK_THROWS_WITH_AS(
+      make_schedule({.name = "linear"}, 1.0),
+      doctest::Contains(
+          "expected one of: constant, warmup_inverse_sqrt, warmup_cosine, test_step_decay"),
+      Error);
 }
 
 TEST_CASE("optim: a custom schedule's negative or non-finite rate is an error naming it") {

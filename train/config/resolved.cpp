@@ -167,6 +167,7 @@ std::vector<std::string> identity_differences(const Config& saved, const Config&
                               parts));
   }
   option_table_differences(saved, current, out);
+  optim_table_differences(saved, current, out);  // resolved, so a spelled-out default is no change
   return out;
 }
 
