@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "layers/encoder.h"
 #include "optim/registry.h"
 #include "optim/schedule_registry.h"
 #include "tests/temp_dir.h"
@@ -133,7 +134,7 @@ TEST_CASE("train: config takes registered optimizer and schedule names with thei
   CHECK(option_real(set.schedule.options, "final_fraction") == 0.1);
   CHECK(config_differences(c, set) ==
         V{"optim.options.beta2: 0.99 (checkpoint) vs 0.9 (config)",
-          "schedule.options.final_fraction: 0 (checkpoint) vs 0.1 (config)"});
+          "schedule.options.final_fraction: 0.0 (checkpoint) vs 0.1 (config)"});
   // Switching the optimizer by --set drops the file's table, which was the old one's.
   const Config adam = parse_config(kConfig, "t.toml", V{"optim.name=adam"});
   CHECK(adam.optim.options.empty());
@@ -144,7 +145,7 @@ TEST_CASE("train: config refuses unknown names and bad options in one line with 
   std::string text = kConfig;
   CHECK(error_of(text, V{"optim.options.beta1=1.5"}) ==
         "--set optim.options.beta1=1.5: optim.options.beta1 = 1.5 is out of range: expected a "
-        "number in [0, 1)");
+        "number in [0.0, 1.0)");
   CHECK(
       error_of(text, V{"optim.options.beta1=high"})
           .starts_with(
@@ -165,8 +166,8 @@ TEST_CASE("train: config refuses unknown names and bad options in one line with 
   CHECK(error_of(kConfig, V{"optim.options=3"})
             .starts_with("--set optim.options=3: optim.options is a table of optimizer options"));
   CHECK(error_of(kConfig, V{"optim.lr_scale.emb=-1"}) ==
-        "--set optim.lr_scale.emb=-1: optim.lr_scale.\"emb\" = -1 is out of range: expected a "
-        "number in [0, inf)");
+        "--set optim.lr_scale.emb=-1: optim.lr_scale.\"emb\" = -1.0 is out of range: expected a "
+        "finite number >= 0.0");
 }
 
 TEST_CASE("train: the memory estimate counts the optimizer's declared state tensors") {
