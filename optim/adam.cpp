@@ -58,7 +58,7 @@ AdamW::AdamW(NamedParameters params, const AdamOptions& options)
 
 void Adam::begin_step() {
   const double t = static_cast<double>(step_count());
-  step_size_ = lr() / (1.0 - std::pow(options_.beta1, t));
+  bias_correction1_ = 1.0 - std::pow(options_.beta1, t);
   bias_correction2_sqrt_ = std::sqrt(1.0 - std::pow(options_.beta2, t));
 }
 
@@ -66,7 +66,8 @@ void Adam::update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor>
   // Scalars are rounded to float once, as PyTorch passes them to its float kernels. Both weight
   // decay forms run in the same loop: Adam has decay = 1 and l2 = wd, AdamW decay = 1 - lr*wd
   // and l2 = 0; multiplying by 1 and adding 0 * p leave finite values unchanged bit for bit.
-  const double wd = options_.weight_decay;
+  // lr() is this parameter's (its group's lr_scale applied), so the step size is per parameter.
+  const double wd = decays() ? options_.weight_decay : 0.0;
   const float decay = decoupled_ ? static_cast<float>(1.0 - lr() * wd) : 1.0f;
   const float l2 = decoupled_ ? 0.0f : static_cast<float>(wd);
   Scalars s;
@@ -76,7 +77,7 @@ void Adam::update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor>
   s.beta2 = static_cast<float>(options_.beta2);
   s.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
   s.one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-  s.step_size = static_cast<float>(step_size_);
+  s.step_size = static_cast<float>(lr() / bias_correction1_);
   s.bc2_sqrt = static_cast<float>(bias_correction2_sqrt_);
   s.eps = static_cast<float>(options_.eps);
 

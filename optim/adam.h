@@ -45,7 +45,7 @@ class Adam : public Optimizer {
   AdamOptions options_;
   bool decoupled_;
   // Per-step scalars set by begin_step().
-  double step_size_ = 0.0;              // lr / (1 - beta1^t)
+  double bias_correction1_ = 1.0;       // 1 - beta1^t (the step size is lr() / this)
   double bias_correction2_sqrt_ = 1.0;  // sqrt(1 - beta2^t)
 };
 

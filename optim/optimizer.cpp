@@ -30,6 +30,7 @@ Optimizer::Optimizer(NamedParameters params, double lr, std::vector<std::string>
            params_[it->second].name, p.name);
   }
   state_.assign(params_.size(), std::vector<Tensor>(state_names_.size()));
+  groups_.assign(params_.size(), ParameterGroup{});
   // name() is not callable yet (pure virtual during construction).
   check_lr("optimizer", lr);
   lr_ = lr;
@@ -42,6 +43,16 @@ void Optimizer::check_lr(const char* who, double lr) {
 void Optimizer::set_lr(double lr) {
   check_lr(name(), lr);
   lr_ = lr;
+}
+
+void Optimizer::set_parameter_groups(std::vector<ParameterGroup> groups) {
+  if (groups.size() != params_.size())
+    fail("{}: {} parameter groups given for {} parameters", name(), groups.size(), params_.size());
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (!std::isfinite(groups[i].lr_scale) || groups[i].lr_scale < 0.0)
+      fail("{}: parameter '{}' has lr_scale {} but expected finite and >= 0", name(),
+           params_[i].name, groups[i].lr_scale);
+  groups_ = std::move(groups);
 }
 
 void Optimizer::set_step_count(int64_t step) {
@@ -63,8 +74,12 @@ void Optimizer::step() {
     std::vector<Tensor>& slots = state_[i];
     for (Tensor& s : slots)
       if (!s.defined()) s = Tensor::zeros(value.shape());
+    lr_scale_ = groups_[i].lr_scale;
+    decays_ = groups_[i].weight_decay;
     update_parameter(value, grad, slots);
   }
+  lr_scale_ = 1.0;
+  decays_ = true;
 }
 
 void Optimizer::zero_grad() {

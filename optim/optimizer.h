@@ -30,6 +30,12 @@
 
 namespace headlab {
 
+// One parameter's group settings (optim.no_decay and optim.lr_scale, optim/param_groups.h).
+struct ParameterGroup {
+  double lr_scale = 1.0;     // lr() during this parameter's update is the rate times this
+  bool weight_decay = true;  // false: its update applies no weight decay (decays())
+};
+
 class Optimizer {
  public:
   Optimizer(const Optimizer&) = delete;
@@ -45,7 +51,9 @@ class Optimizer {
   // Sets every existing gradient to zero (keeps the buffers).
   void zero_grad();
 
-  double lr() const { return lr_; }
+  // The current rate; inside update_parameter, times the parameter's lr_scale (so an
+  // optimizer that uses lr() for its step and its decoupled decay honours the groups).
+  double lr() const { return lr_ * lr_scale_; }
   // Throws headlab::Error unless lr is finite and >= 0.
   void set_lr(double lr);
 
@@ -55,6 +63,10 @@ class Optimizer {
   void set_step_count(int64_t step);
 
   const NamedParameters& parameters() const { return params_; }
+  // One entry per parameter, in parameters() order; all defaults until set. Throws
+  // headlab::Error unless there is one per parameter and each lr_scale is finite and >= 0.
+  void set_parameter_groups(std::vector<ParameterGroup> groups);
+  const std::vector<ParameterGroup>& parameter_groups() const { return groups_; }
   // Names of the per-parameter state slots, e.g. {"exp_avg", "exp_avg_sq"}.
   const std::vector<std::string>& state_names() const { return state_names_; }
 
@@ -87,14 +99,21 @@ class Optimizer {
   virtual void begin_step() {}
   // Updates one parameter in place: value and grad are [same shape], contiguous; state holds
   // state_names().size() tensors of that shape, zero before the parameter's first update.
+  // An optimizer with weight decay applies none where decays() is false (optim.no_decay).
   virtual void update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor> state) = 0;
+  // Inside update_parameter: whether the parameter being updated takes weight decay.
+  bool decays() const { return decays_; }
 
  private:
   NamedParameters params_;
   std::vector<std::string> state_names_;
   // state_[i][k]: slot k of parameter i, undefined until first needed.
   std::vector<std::vector<Tensor>> state_;
+  std::vector<ParameterGroup> groups_;
   double lr_;
+  // The group of the parameter being updated; 1 and true outside update_parameter.
+  double lr_scale_ = 1.0;
+  bool decays_ = true;
   int64_t step_ = 0;
 };
 

@@ -19,7 +19,39 @@ void check_warmup(const char* who, int64_t warmup, int64_t minimum) {
   if (warmup < minimum) fail("{}: warmup_steps is {} but expected >= {}", who, warmup, minimum);
 }
 
+const char* kind_name(Schedule::Kind kind) {
+  switch (kind) {
+    case Schedule::Kind::kConstant:
+      return "constant";
+    case Schedule::Kind::kWarmupInverseSqrt:
+      return "warmup_inverse_sqrt";
+    case Schedule::Kind::kWarmupCosine:
+      return "warmup_cosine";
+    case Schedule::Kind::kCustom:
+      break;
+  }
+  return "custom";
+}
+
 }  // namespace
+
+Schedule::Schedule(Kind kind, double lr, int64_t warmup, int64_t total, double min_lr,
+                   int64_t d_model)
+    : kind_(kind),
+      lr_(lr),
+      warmup_(warmup),
+      total_(total),
+      min_lr_(min_lr),
+      d_model_(d_model),
+      name_(kind_name(kind)) {}
+
+Schedule Schedule::custom(std::string name, Function lr_of_step, int64_t warmup_steps) {
+  if (!lr_of_step) fail("schedule {}: the function is empty", name);
+  Schedule s(Kind::kCustom, 0.0, warmup_steps, 0, 0.0, 0);
+  s.name_ = std::move(name);
+  s.custom_ = std::move(lr_of_step);
+  return s;
+}
 
 Schedule Schedule::constant(double lr, int64_t warmup_steps) {
   check_lr("schedule constant", lr, true);
@@ -65,6 +97,13 @@ double Schedule::lr_at(int64_t step) const {
       if (step >= total_) return min_lr_;
       const double progress = (s - w) / static_cast<double>(total_ - warmup_);
       return min_lr_ + (lr_ - min_lr_) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+    }
+    case Kind::kCustom: {
+      const double lr = custom_(step);
+      if (!std::isfinite(lr) || lr < 0.0)
+        fail("schedule {}: the learning rate of step {} is {} but expected finite and >= 0", name_,
+             step, lr);
+      return lr;
     }
   }
   HEADLAB_ASSERT(false);

@@ -18,14 +18,23 @@
 //                         s > N: min_lr
 //
 // Where W = 0 the warmup branch is absent (cosine starts at s = 0, so step 1 is just below L).
+//
+// Other schedules (a plugin's, through the schedule registry, optim/schedule_registry.h) are
+// Schedule::custom: any pure function of the step, so resuming needs no schedule state either.
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace headlab {
 
 class Schedule {
  public:
-  enum class Kind { kConstant, kWarmupInverseSqrt, kWarmupCosine };
+  // kCustom: a Schedule::custom.
+  enum class Kind { kConstant, kWarmupInverseSqrt, kWarmupCosine, kCustom };
+  // The learning rate of update number step >= 1. Must be pure (the same value for the same
+  // step, whatever was asked before): a resumed run asks from the resumed step on.
+  using Function = std::function<double(int64_t step)>;
 
   // Each throws headlab::Error naming the argument unless: lr finite and > 0 (constant: >= 0);
   // warmup_steps >= 0 (inverse sqrt: >= 1); total_steps > warmup_steps; 0 <= min_lr <= lr;
@@ -34,16 +43,21 @@ class Schedule {
   static Schedule warmup_inverse_sqrt(double lr, int64_t warmup_steps, int64_t d_model = 0);
   static Schedule warmup_cosine(double lr, int64_t warmup_steps, int64_t total_steps,
                                 double min_lr = 0.0);
+  // A schedule named `name` (in error messages) computing lr_at(s) = lr_of_step(s); lr_at
+  // throws headlab::Error naming it when the function returns a negative or non-finite rate.
+  // `warmup_steps` is informational (warmup_steps()). Throws if the function is empty.
+  static Schedule custom(std::string name, Function lr_of_step, int64_t warmup_steps = 0);
 
   // The learning rate of update number `step` (>= 1; throws headlab::Error otherwise).
   double lr_at(int64_t step) const;
 
   Kind kind() const { return kind_; }
   int64_t warmup_steps() const { return warmup_; }
+  // "constant", "warmup_inverse_sqrt", "warmup_cosine", or the custom schedule's name.
+  const std::string& name() const { return name_; }
 
  private:
-  Schedule(Kind kind, double lr, int64_t warmup, int64_t total, double min_lr, int64_t d_model)
-      : kind_(kind), lr_(lr), warmup_(warmup), total_(total), min_lr_(min_lr), d_model_(d_model) {}
+  Schedule(Kind kind, double lr, int64_t warmup, int64_t total, double min_lr, int64_t d_model);
 
   Kind kind_;
   double lr_;
@@ -51,6 +65,8 @@ class Schedule {
   int64_t total_;
   double min_lr_;
   int64_t d_model_;
+  std::string name_;
+  Function custom_;  // kCustom only
 };
 
 }  // namespace headlab

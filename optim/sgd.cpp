@@ -35,7 +35,7 @@ void Sgd::update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor> 
   // The three variants are separate loops so that none branches per element. Adding wd * p
   // with wd = 0 leaves finite gradients unchanged, as in Adam.
   const float rate = static_cast<float>(lr());
-  const float wd = static_cast<float>(options_.weight_decay);
+  const float wd = decays() ? static_cast<float>(options_.weight_decay) : 0.0f;
   float* __restrict p = value.data();
   const float* __restrict g = grad.data();
   const int64_t n = value.numel();

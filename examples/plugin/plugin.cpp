@@ -1,12 +1,15 @@
 // The plugin's one entry point: what it adds to headlab. Loaded by
 //   headlab train plugin.toml --plugin <build>/libheadlab_example_plugin.so
 // it makes "swiglu", "alibi_attention", "talking_heads_attention" and "mirror" usable from any
-// config; `headlab gradcheck --plugin <build>/libheadlab_example_plugin.so` checks the op
+// config, the optimizer "lion" and the schedule "linear_decay";
+// `headlab gradcheck --plugin <build>/libheadlab_example_plugin.so` checks the op
 // "squareplus" and the layers, each with the gradcheck cases registered here.
 
 #include <headlab/train/plugins/plugin.h>
 
 #include "alibi_attention.h"
+#include "linear_decay.h"
+#include "lion.h"
 #include "mirror_task.h"
 #include "squareplus.h"
 #include "swiglu.h"
@@ -24,4 +27,7 @@ HEADLAB_PLUGIN(registry) {
                      example::count_talking_heads_attention_parameters);
   registry.add_task("mirror", example::make_mirror_task);
   registry.add_op("squareplus", example::squareplus_op, example::squareplus_cases());
+  registry.add_optimizer("lion", example::make_lion, 1, example::lion_options());
+  registry.add_schedule("linear_decay", example::make_linear_decay,
+                        example::linear_decay_options());
 }

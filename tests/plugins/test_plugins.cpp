@@ -25,6 +25,8 @@
 #include "layers/layer_checks.h"
 #include "layers/multi_head_attention.h"
 #include "layers/registry.h"
+#include "optim/registry.h"
+#include "optim/schedule_registry.h"
 #include "tests/layers/reference.h"
 #include "tests/temp_dir.h"
 #include "train/analysis/analysis.h"
@@ -96,6 +98,10 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
             "was built against other headers than this headlab's, though both say "
             "headlab " HEADLAB_VERSION " (header fingerprint 000000000000..., this headlab's ",
             "test_edited_headers_layer"},
+        Bad{"bad_optim",
+            "registers schedule 'warmup_cosine', which is already registered (built in); nothing "
+            "it registered was kept",
+            ""},
         Bad{"bad_static",
             "registers layer 'test_static_layer' at load time, outside its entry point",
             "test_static_layer"},
@@ -117,6 +123,7 @@ TEST_CASE("plugins: each refusal names the plugin and its cause, and keeps nothi
     if (*b.leftover) CHECK_FALSE(has_layer(b.leftover));
     if (*b.leftover) CHECK_FALSE(has_op(b.leftover));
     CHECK_FALSE(has_op("test_twin_cases"));
+    CHECK_FALSE(has_optimizer("test_fresh_optimizer"));  // bad_optim's, staged before the refusal
     CHECK_FALSE(loaded(path));
     CHECK_FALSE(mapped(path));       // closed again
     CHECK(error_of(path) == error);  // and refused the same way a second time
@@ -137,13 +144,18 @@ TEST_CASE("plugins: the example plugin registers its layers and task once") {
   const LoadedPlugin p = load_plugin(path);
   CHECK(p.path == path);
   CHECK(p.sha256 == sha256_file(path));
-  REQUIRE(p.registered.size() == 5);
+  REQUIRE(p.registered.size() == 7);
   CHECK(p.registered[0].describe() == "layer swiglu (feed_forward)");
   CHECK(p.registered[1].describe() == "layer alibi_attention (attention)");
   CHECK(p.registered[2].describe() == "layer talking_heads_attention (attention)");
   CHECK(p.registered[3].describe() == "task mirror");
   CHECK(p.registered[4].describe() == "op squareplus (3 gradcheck cases)");
   CHECK(has_op("squareplus"));
+  CHECK(p.registered[5].describe() == "optimizer lion");
+  CHECK(p.registered[6].describe() == "schedule linear_decay");
+  CHECK(has_optimizer("lion"));
+  CHECK(has_schedule("linear_decay"));
+  CHECK(optimizer_state_tensors({.name = "lion"}) == 1);
   CHECK(layer_kind("alibi_attention") == LayerKind::attention);
   CHECK(has_task("mirror"));
   // Again, through a symbolic link, or with its digest: a no-op.

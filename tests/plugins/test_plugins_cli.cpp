@@ -199,10 +199,13 @@ TEST_CASE("plugins: headlab info lists what each loaded plugin registered") {
   CHECK(r.out.find("plugins: 1\n  " + kPlugin.string() + " (sha256 ") != std::string::npos);
   CHECK(r.out.find("    layer swiglu (feed_forward)\n    layer alibi_attention (attention)\n"
                    "    layer talking_heads_attention (attention)\n    task mirror\n"
-                   "    op squareplus (3 gradcheck cases)\n") != std::string::npos);
+                   "    op squareplus (3 gradcheck cases)\n"
+                   "    optimizer lion\n    schedule linear_decay\n") != std::string::npos);
   CHECK(r.out.find("  attention: alibi_attention, multi_head_attention, "
                    "talking_heads_attention\n") != std::string::npos);
-  CHECK(r.out.find("tasks: conllu, dependency, jsonl, mirror\n") != std::string::npos);
+  CHECK(r.out.find("tasks: conllu, dependency, jsonl, mirror\noptimizers: adam, adamw, lion, sgd\n"
+                   "schedules: constant, linear_decay, warmup_cosine, warmup_inverse_sqrt\n") !=
+        std::string::npos);
 }
 
 namespace {

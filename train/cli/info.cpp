@@ -1,5 +1,5 @@
 // `headlab info`: versions, ISA, threads, the selected backend, MPI, the loaded plugins with
-// what each registered, and every registered layer (by kind) and task.
+// what each registered, and every registered layer (by kind), task, optimizer and schedule.
 
 #include <cstdlib>
 #include <memory>
@@ -12,6 +12,8 @@
 #include "core/threads.h"
 #include "core/version.h"
 #include "layers/registry.h"
+#include "optim/registry.h"
+#include "optim/schedule_registry.h"
 #include "train/cli/commands.h"
 #include "train/cli/job.h"
 #include "train/cli/options.h"
@@ -46,9 +48,13 @@ std::string registry_text() {
     for (const std::string& n : registered_layers(kind)) names += (names.empty() ? "" : ", ") + n;
     out += fmt::format("  {}: {}\n", layer_kind_name(kind), names);
   }
-  std::string tasks;
-  for (const std::string& n : registered_tasks()) tasks += (tasks.empty() ? "" : ", ") + n;
-  return out + fmt::format("tasks: {}\n", tasks);
+  auto list = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
+    return text;
+  };
+  return out + fmt::format("tasks: {}\noptimizers: {}\nschedules: {}\n", list(registered_tasks()),
+                           list(registered_optimizers()), list(registered_schedules()));
 }
 
 // OpenBLAS runs narrower kernels than the CPU has: say why, what it costs and how to fix it.

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "optim/registry.h"
+#include "optim/schedule_registry.h"
 #include "train/config/config.h"
 #include "train/config/model.h"
 #include "train/io/files.h"
@@ -47,7 +49,9 @@ MemoryEstimate estimate_memory(const Config& c, MemoryUse use, int64_t examples)
   MemoryEstimate e;
   e.parameters = parameter_count(c, *task);
   const double p = static_cast<double>(e.parameters);
-  const double moments = c.optim.name == "sgd" ? (c.optim.momentum > 0 ? 1 : 0) : 2;
+  // State tensors per parameter as the optimizer declares them (Adam 2, Lion 1, SGD with
+  // momentum 1, without 0; optim/registry.h).
+  const double moments = optimizer_state_tensors(c.optim);
 
   // Values the tape keeps per token and layer (normalised inputs, Q/K/V and their head-split
   // copies, attention output, FFN hidden and activation, residuals) plus the attention maps
@@ -210,6 +214,14 @@ void validate_config(const Config& c) {
   if (s.name == "warmup_inverse_sqrt" && s.warmup_steps < 1)
     fail("{}: schedule.warmup_steps = {} must be >= 1 for warmup_inverse_sqrt",
          c.where("schedule.warmup_steps"), s.warmup_steps);
+  // A registered schedule's factory checks its own values: build it once, before training.
+  if (!find_schedule(s.name).builtin) {
+    try {
+      (void)make_schedule(schedule_options(c), c.optim.lr);
+    } catch (const Error& e) {
+      fail("{}: schedule \"{}\": {}", c.where("schedule.name"), s.name, e.what());
+    }
+  }
 
   // Against runtime.max_memory_gb alone: a config means the same on every machine. What the
   // machine has is checked where memory is about to be used (check_memory, by the CLI).

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "layers/registry.h"
+#include "optim/registry.h"
+#include "optim/schedule_registry.h"
+#include "train/config/optim_tables.h"
 #include "train/config/overrides.h"
 #include "train/config/schema.h"
 #include "train/config/toml_values.h"
@@ -36,6 +39,8 @@ ConfigValue convert(const KeySpec& spec, const toml::node& node, const std::stri
 KeySpec checked_spec(const KeySpec& spec) {
   KeySpec s = spec;
   if (s.key == "task.name") s.choices = registered_tasks();
+  if (s.key == "optim.name") s.choices = registered_optimizers();
+  if (s.key == "schedule.name") s.choices = registered_schedules();
   return s;
 }
 
@@ -105,11 +110,12 @@ void collect_key(const std::string& name, const toml::key& k, toml::node& value,
                  std::string_view source, Collected& out) {
   const std::string leaf(k.str());
   const std::string dotted = name + "." + leaf;
-  if (find_option_table(dotted)) {
+  if (find_option_table(dotted) || is_optim_table(dotted)) {
     toml::table* options = value.as_table();
     if (!options)
-      fail("{}: {} has type {} but expected a table of layer options",
-           position(value.source(), source), dotted, node_type_name(value));
+      fail("{}: {} has type {} but expected a table of {}", position(value.source(), source),
+           dotted, node_type_name(value),
+           is_optim_table(dotted) ? optim_table_contents(dotted) : "layer options");
     out.option_tables[dotted] = options;
     out.option_origins[dotted] = position(k.source(), source);
   } else if (is_task_option(dotted)) {
@@ -162,6 +168,13 @@ void check_override_key(const Override& o) {
   }
   const std::string table = o.key.substr(0, dot), leaf = o.key.substr(dot + 1);
   const size_t dot2 = leaf.find('.');
+  if (dot2 != std::string::npos && is_optim_table(table + "." + leaf.substr(0, dot2))) {
+    // optim.lr_scale's keys are patterns, dots and all: everything after the table's name.
+    if (dot2 + 1 == leaf.size() ||
+        (leaf.substr(0, dot2) != "lr_scale" && leaf.find('.', dot2 + 1) != std::string::npos))
+      fail("{}: expected {}.<key>=<value>", o.where, table + "." + leaf.substr(0, dot2));
+    return;
+  }
   if (dot2 != std::string::npos && find_option_table(table + "." + leaf.substr(0, dot2))) {
     if (leaf.find('.', dot2 + 1) != std::string::npos || dot2 + 1 == leaf.size())
       fail("{}: expected {}.<option>=<value>", o.where, table + "." + leaf.substr(0, dot2));
@@ -173,7 +186,8 @@ void check_override_key(const Override& o) {
     fail("{}: unknown key {}{}", o.where, o.key,
          hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint));
   }
-  if (find_option_table(o.key)) return;  // the whole table, replaced (an inline table)
+  // the whole table, replaced (an inline table)
+  if (find_option_table(o.key) || is_optim_table(o.key)) return;
   unknown_key(o.where, table, leaf);
 }
 
@@ -225,53 +239,89 @@ std::map<std::string, std::string> file_layer_names(const Collected& collected) 
   return names;
 }
 
-// Builds the options of each slot from the file's table and the overrides into it, ordered by
-// name. The file's table counts only while the slot keeps the file's layer; an override of the
-// whole table (--set model.norm_options={eps=1e-6}, or {} to clear it) replaces what came
-// before it, and one option (--set model.norm_options.eps=1e-6) is set on top, in order.
+// The table `key` from the file (while `keep_file`) and the overrides into it: an override of
+// the whole table (--set model.norm_options={eps=1e-6}, or {} to clear it) replaces what came
+// before it, and one entry (--set model.norm_options.eps=1e-6) is set on top, in order. With
+// `override_where`, an override's value keeps the override as its position (errors about it
+// then name it); otherwise the position is cleared and the caller prefixes it.
+OptionMap build_table(const Collected& collected, const std::vector<Override>& overrides,
+                      const std::string& key, bool keep_file, bool override_where, Config& config) {
+  OptionMap options;
+  if (auto it = collected.option_tables.find(key);
+      keep_file && it != collected.option_tables.end()) {
+    for (auto&& [k, node] : *it->second) {
+      OptionValue v = layer_option(key, std::string(k.str()), node, config.source);
+      v.key_where = position(k.source(), config.source);
+      options.set(std::string(k.str()), std::move(v));
+    }
+    config.origins[key] = collected.option_origins.at(key);
+  }
+  for (const auto& o : overrides) {
+    if (o.key == key) {
+      const toml::table* table = o.holder.get("value")->as_table();
+      if (!table)
+        fail(
+            "{}: {} is a table of {}: give an inline table (--set {}={{}} clears it) or set "
+            "one {} (e.g. --set {}.{})",
+            o.where, o.key, is_optim_table(key) ? optim_table_contents(key) : "layer options",
+            o.key, is_optim_table(key) ? "entry" : "option", o.key,
+            is_optim_table(key) ? "<key>=<value>" : "eps=1e-6");
+      options = OptionMap();
+      for (auto&& [k, node] : *table) {
+        OptionValue v = layer_option(key, std::string(k.str()), node, config.source);
+        v.where = override_where ? o.where : std::string();
+        options.set(std::string(k.str()), std::move(v));
+        config.origins[o.key + "." + std::string(k.str())] = o.where;
+      }
+      config.origins[key] = o.where;
+      continue;
+    }
+    if (!o.key.starts_with(key + ".")) continue;
+    const std::string option = o.key.substr(key.size() + 1);
+    OptionValue v = layer_option(key, option, *o.holder.get("value"), config.source);
+    v.where = override_where ? o.where : std::string();
+    options.set(option, std::move(v));
+    config.origins[o.key] = o.where;
+  }
+  return options;
+}
+
+// Builds the options of each slot, ordered by name. The file's table counts only while the slot
+// keeps the file's layer.
 void resolve_option_tables(const Collected& collected, const std::vector<Override>& overrides,
                            const std::map<std::string, std::string>& file_layers, Config& config) {
   for (const auto& spec : option_tables()) {
-    OptionMap options;
     const std::string layer = std::get<std::string>(find_key(spec.layer_key)->get(config));
-    const bool same_layer = file_layers.at(spec.key) == layer;
-    if (auto it = collected.option_tables.find(spec.key);
-        same_layer && it != collected.option_tables.end()) {
-      for (auto&& [k, node] : *it->second) {
-        OptionValue v = layer_option(spec.key, std::string(k.str()), node, config.source);
-        v.key_where = position(k.source(), config.source);
-        options.set(std::string(k.str()), std::move(v));
-      }
-      config.origins[spec.key] = collected.option_origins.at(spec.key);
-    }
-    for (const auto& o : overrides) {
-      if (o.key == spec.key) {
-        const toml::table* table = o.holder.get("value")->as_table();
-        if (!table)
-          fail(
-              "{}: {} is a table of layer options: give an inline table (--set {}={{}} clears "
-              "it) or set one option (e.g. --set {}.eps=1e-6)",
-              o.where, o.key, o.key, o.key);
-        options = OptionMap();
-        for (auto&& [k, node] : *table) {
-          OptionValue v = layer_option(spec.key, std::string(k.str()), node, config.source);
-          v.where.clear();
-          options.set(std::string(k.str()), std::move(v));
-          config.origins[o.key + "." + std::string(k.str())] = o.where;
-        }
-        config.origins[spec.key] = o.where;
-        continue;
-      }
-      if (!o.key.starts_with(spec.key + ".")) continue;
-      const std::string option = o.key.substr(spec.key.size() + 1);
-      OptionValue v = layer_option(spec.key, option, *o.holder.get("value"), config.source);
-      v.where.clear();  // an error about it is prefixed with the --set argument instead
-      options.set(option, std::move(v));
-      config.origins[o.key] = o.where;
-    }
+    OptionMap options = build_table(collected, overrides, spec.key,
+                                    file_layers.at(spec.key) == layer, false, config);
     options.sort();
     config.model.*spec.member = std::move(options);
   }
+}
+
+// The optimizer's and schedule's own tables and optim.lr_scale, checked against what the named
+// optimizer and schedule declare. [optim.options] ([schedule.options]) counts only while
+// optim.name (schedule.name) is the file's: a --set that switches it drops the old one's table.
+void resolve_optim_tables(const Collected& collected, const std::vector<Override>& overrides,
+                          const std::map<std::string, std::string>& file_names, Config& config) {
+  resolve_optim_tables(
+      config,
+      build_table(collected, overrides, "optim.options",
+                  file_names.at("optim.name") == config.optim.name, true, config),
+      build_table(collected, overrides, "schedule.options",
+                  file_names.at("schedule.name") == config.schedule.name, true, config),
+      build_table(collected, overrides, "optim.lr_scale", true, true, config));
+}
+
+// optim.name and schedule.name as the file gives them (or the defaults), before the overrides.
+std::map<std::string, std::string> file_optim_names(const Collected& collected) {
+  const Config defaults;
+  std::map<std::string, std::string> names = {{"optim.name", defaults.optim.name},
+                                              {"schedule.name", defaults.schedule.name}};
+  for (const Entry& e : collected.entries)
+    if (names.contains(e.spec->key))
+      if (auto name = e.node->value<std::string>()) names[e.spec->key] = *name;
+  return names;
 }
 
 // The slots' layer names must be registered layers of the slot's kind.
@@ -372,6 +422,7 @@ Config resolve(toml::table& root, std::string_view source,
   config.source = std::string(source);
   for (const Override& o : overrides) config.overrides.push_back(o.where);
   const std::map<std::string, std::string> file_layers = file_layer_names(collected);
+  const std::map<std::string, std::string> file_names = file_optim_names(collected);
   std::vector<Entry>& entries = collected.entries;
   for (const auto& o : overrides) {
     const KeySpec* spec = find_key(o.key);
@@ -385,12 +436,14 @@ Config resolve(toml::table& root, std::string_view source,
   for (const Entry& e : entries) {
     const KeySpec spec = checked_spec(*e.spec);
     const ConfigValue value = convert(spec, *e.node, e.where);
+    check_registered_name(spec, value, e.where);
     check_value(spec, value, e.where);
     e.spec->set(config, value);
     config.origins[e.spec->key] = e.where;
     if (e.spec->key == "runtime.plugins") resolve_plugins(config, load_plugin);
   }
   resolve_option_tables(collected, overrides, file_layers, config);
+  resolve_optim_tables(collected, overrides, file_names, config);
   for (const auto& spec : config_keys())
     if (spec.required && !config.origins.contains(spec.key))
       fail("{}: {} is required (e.g. name = \"dependency\" under [task]); expected {}", source,

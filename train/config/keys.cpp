@@ -178,10 +178,11 @@ void task_keys(std::vector<Key>& k) {
 
 void optim_keys(std::vector<Key>& k) {
   using O = OptimizerOptions;
+  // Any name here; the optimizer registry (optim/registry.h) decides, with a plugin's too.
   k.push_back(key_of("optim.name", &C::optim, &O::name)
-                  .one_of({"adam", "adamw", "sgd"})
                   .shapes()
-                  .doc("Optimizer."));
+                  .doc("Optimizer: \"adam\", \"adamw\", \"sgd\" or a registered name (a "
+                       "plugin's); its own options in `[optim.options]`."));
   k.push_back(
       key_of("optim.lr", &C::optim, &O::lr).range(0, kInf, true, true).doc("Peak learning rate."));
   k.push_back(key_of("optim.betas", &C::optim, &O::betas)
@@ -201,14 +202,21 @@ void optim_keys(std::vector<Key>& k) {
   k.push_back(key_of("optim.clip_norm", &C::optim, &O::clip_norm)
                   .range(0, kInf, false, true)
                   .doc("Clip gradients to this global L2 norm; 0 disables clipping."));
+  k.push_back(key_of("optim.no_decay", &C::optim, &O::no_decay)
+                  .length(0, 256)
+                  .doc("Glob patterns over parameter names (`*`, `?`) exempt from weight decay, "
+                       "e.g. `[\"*.bias\", \"*norm*\"]`; each must match a parameter. Learning-"
+                       "rate scales by pattern are the table `[optim.lr_scale]`."));
 }
 
 void schedule_keys(std::vector<Key>& k) {
   using S = ScheduleOptions;
+  // Any name here; the schedule registry (optim/schedule_registry.h) decides.
   k.push_back(key_of("schedule.name", &C::schedule, &S::name)
-                  .one_of({"constant", "warmup_cosine", "warmup_inverse_sqrt"})
                   .doc("Learning-rate schedule: linear warmup, then constant, cosine decay to "
-                       "min_lr at the last step, or inverse square root."));
+                       "min_lr at the last step, or inverse square root (\"constant\", "
+                       "\"warmup_cosine\", \"warmup_inverse_sqrt\"); or a registered name (a "
+                       "plugin's), its own options in `[schedule.options]`."));
   k.push_back(key_of("schedule.warmup_steps", &C::schedule, &S::warmup_steps)
                   .range(0, 1e9)
                   .doc("Steps of linear warmup from 0 to optim.lr."));

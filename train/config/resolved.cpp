@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "layers/encoder_layer.h"
 #include "train/config/config.h"
+#include "train/config/optim_tables.h"
 #include "train/config/schema.h"
 #include "train/tasks/registry.h"
 
@@ -72,6 +73,7 @@ std::vector<std::string> differences(const Config& saved, const Config& current,
                                 a.empty() ? "" : a.substr(0, a.size() - 1),
                                 b.empty() ? "" : b.substr(0, b.size() - 1)));
   }
+  if (!shape_only) optim_table_differences(saved, current, out);
   return out;
 }
 
@@ -165,6 +167,7 @@ std::vector<std::string> identity_differences(const Config& saved, const Config&
                               parts));
   }
   option_table_differences(saved, current, out);
+  optim_table_differences(saved, current, out);  // resolved, so a spelled-out default is no change
   return out;
 }
 
@@ -179,6 +182,7 @@ std::string toml_values(const Config& config) {
   std::string out;
   std::string table;
   auto close_table = [&] {
+    out += optim_tables_toml(config, table);
     if (table != "model") return;
     for (const auto& t : option_tables())
       if (const std::string text = options_text(config.model.*t.member); !text.empty())

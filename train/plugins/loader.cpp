@@ -97,6 +97,25 @@ std::string owner(const std::string& type, const std::string& name) {
   return "built in";
 }
 
+// Optimizer and schedule names: each once, none taken.
+void check_optim_names(const std::string& plugin, const PluginRegistry& r) {
+  std::set<std::string> optimizers, schedules;
+  for (const auto& o : r.optimizers()) {
+    if (!optimizers.insert(o.name).second)
+      refuse(plugin, fmt::format("registers optimizer '{}' twice{}", o.name, kNothingKept));
+    if (has_optimizer(o.name))
+      refuse(plugin, fmt::format("registers optimizer '{}', which is already registered ({}){}",
+                                 o.name, owner("optimizer", o.name), kNothingKept));
+  }
+  for (const auto& s : r.schedules()) {
+    if (!schedules.insert(s.name).second)
+      refuse(plugin, fmt::format("registers schedule '{}' twice{}", s.name, kNothingKept));
+    if (has_schedule(s.name))
+      refuse(plugin, fmt::format("registers schedule '{}', which is already registered ({}){}",
+                                 s.name, owner("schedule", s.name), kNothingKept));
+  }
+}
+
 void check_names(const std::string& plugin, const PluginRegistry& r) {
   std::set<std::string> layers, tasks, ops;
   for (const auto& l : r.layers()) {
@@ -123,12 +142,16 @@ void check_names(const std::string& plugin, const PluginRegistry& r) {
       refuse(plugin, fmt::format("registers op '{}', which is already registered ({}){}", o.name,
                                  builtin ? "built in" : owner("op", o.name), kNothingKept));
   }
+  check_optim_names(plugin, r);
 }
 
-void unregister(const PluginItem& item) {
+// Undoes one registration of commit().
+void unregister_item(const PluginItem& item) {
   if (item.type == "layer") unregister_layer(item.name);
   if (item.type == "task") unregister_task(item.name);
   if (item.type == "op") unregister_op(item.name);
+  if (item.type == "optimizer") unregister_optimizer(item.name);
+  if (item.type == "schedule") unregister_schedule(item.name);
 }
 
 // Registers every staged entry, or none: a failure half-way undoes what it did.
@@ -147,29 +170,49 @@ std::vector<PluginItem> commit(const std::string& plugin, const PluginRegistry& 
       register_op(o.name, o.function, o.cases);
       done.push_back({"op", o.name, fmt::format("{} gradcheck cases", o.cases.size())});
     }
+    for (const auto& o : r.optimizers()) {
+      register_optimizer(o.name, o.factory, o.state_tensors, o.options);
+      done.push_back({"optimizer", o.name, ""});
+    }
+    for (const auto& s : r.schedules()) {
+      register_schedule(s.name, s.factory, s.options);
+      done.push_back({"schedule", s.name, ""});
+    }
   } catch (const std::exception& e) {  // a case register_op refuses (no variant, a twin)
-    for (const PluginItem& item : done) unregister(item);
+    for (const PluginItem& item : done) unregister_item(item);
     refuse(plugin, std::string("registration failed: ") + e.what() + kNothingKept);
   } catch (...) {
-    for (const PluginItem& item : done) unregister(item);
+    for (const PluginItem& item : done) unregister_item(item);
     throw;
   }
   return done;
 }
 
 // Names registered while the library was opened, by static registrars: undone and refused.
-void refuse_static_registrations(const std::string& plugin, const std::vector<std::string>& layers,
-                                 const std::vector<std::string>& tasks,
-                                 const std::vector<std::string>& ops) {
+// Every registered name by type, sorted, to see what a dlopen added.
+struct RegisteredNames {
+  std::vector<std::string> layers = registered_layers();
+  std::vector<std::string> tasks = registered_tasks();
+  std::vector<std::string> optimizers = registered_optimizers();
+  std::vector<std::string> schedules = registered_schedules();
+  std::vector<std::string> ops = registered_ops();
+};
+
+void refuse_static_registrations(const std::string& plugin, const RegisteredNames& before) {
   std::vector<PluginItem> added;
-  for (const std::string& n : registered_ops())
-    if (!std::binary_search(ops.begin(), ops.end(), n)) added.push_back({"op", n, ""});
-  for (const std::string& n : registered_layers())
-    if (!std::binary_search(layers.begin(), layers.end(), n)) added.push_back({"layer", n, ""});
-  for (const std::string& n : registered_tasks())
-    if (!std::binary_search(tasks.begin(), tasks.end(), n)) added.push_back({"task", n, ""});
+  const RegisteredNames now;
+  auto compare = [&](const char* type, const std::vector<std::string>& was,
+                     const std::vector<std::string>& is) {
+    for (const std::string& n : is)
+      if (!std::binary_search(was.begin(), was.end(), n)) added.push_back({type, n, ""});
+  };
+  compare("layer", before.layers, now.layers);
+  compare("task", before.tasks, now.tasks);
+  compare("optimizer", before.optimizers, now.optimizers);
+  compare("schedule", before.schedules, now.schedules);
+  compare("op", before.ops, now.ops);
   if (added.empty()) return;
-  for (const PluginItem& item : added) unregister(item);
+  for (const PluginItem& item : added) unregister_item(item);
   refuse(plugin, fmt::format("registers {} '{}' at load time, outside its entry point (a static "
                              "registrar): register in HEADLAB_PLUGIN instead{}",
                              added[0].type, added[0].name, kNothingKept));
@@ -216,13 +259,11 @@ LoadedPlugin load_plugin(const fs::path& path, std::string_view expected_sha256)
   for (const LoadedPlugin& p : loaded())
     if (p.canonical == canonical) return p;  // the same file twice: a no-op
 
-  const std::vector<std::string> layers_before = registered_layers();
-  const std::vector<std::string> tasks_before = registered_tasks();
-  const std::vector<std::string> ops_before = registered_ops();
+  const RegisteredNames before;
   Library library(dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (!library.get())
     refuse(name, "cannot be loaded as a shared library: " + dl_error(absolute.string()));
-  refuse_static_registrations(name, layers_before, tasks_before, ops_before);
+  refuse_static_registrations(name, before);
   using Entry = const headlab_plugin_info* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(library.get(), kPluginEntryPoint));
   if (!entry)

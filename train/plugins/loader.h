@@ -32,7 +32,7 @@ namespace headlab {
 
 // One name a plugin registered.
 struct PluginItem {
-  std::string type;  // "layer", "task" or "op"
+  std::string type;  // "layer", "task", "op", "optimizer" or "schedule"
   std::string name;
   std::string kind;  // a layer's kind (layer_kind_name), an op's case count, "" for a task
   // "layer swiglu (feed_forward)", "task mirror", "op squareplus (3 gradcheck cases)".

@@ -26,4 +26,21 @@ void PluginRegistry::add_task(std::string name, TaskFactory factory) {
   tasks_.push_back({std::move(name), std::move(factory)});
 }
 
+void PluginRegistry::add_optimizer(std::string name, OptimizerFactory factory, int state_tensors,
+                                   DeclaredOptions options) {
+  if (name.empty()) fail("add_optimizer: the name is empty");
+  if (!factory) fail("add_optimizer: the factory for '{}' is empty", name);
+  if (state_tensors < 0)
+    fail("add_optimizer: '{}' declares {} state tensors per parameter but expected >= 0", name,
+         state_tensors);
+  optimizers_.push_back({std::move(name), std::move(factory), state_tensors, std::move(options)});
+}
+
+void PluginRegistry::add_schedule(std::string name, ScheduleFactory factory,
+                                  DeclaredOptions options) {
+  if (name.empty()) fail("add_schedule: the name is empty");
+  if (!factory) fail("add_schedule: the factory for '{}' is empty", name);
+  schedules_.push_back({std::move(name), std::move(factory), std::move(options)});
+}
+
 }  // namespace headlab

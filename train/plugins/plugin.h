@@ -1,5 +1,5 @@
 #pragma once
-// Plugins: shared libraries that add layers and tasks to headlab without changing it. A plugin
+// Plugins: shared libraries that add layers, tasks, optimizers and schedules to headlab without changing it. A plugin
 // is built against the installed package (find_package(headlab CONFIG REQUIRED), a shared
 // library linking headlab::headlab) and has one entry point, written with HEADLAB_PLUGIN in one
 // of its .cpp files:
@@ -9,6 +9,8 @@
 //     registry.add_layer("swiglu", headlab::LayerKind::feed_forward, make_swiglu, count_swiglu);
 //     registry.add_task("mirror", make_mirror_task);
 //     registry.add_op("squareplus", squareplus_op, squareplus_cases);  // autograd/op_registry.h
+//     registry.add_optimizer("lion", make_lion, 1, lion_options());
+//     registry.add_schedule("linear_decay", make_linear_decay, linear_decay_options());
 //   }
 //
 // `headlab train CONFIG --plugin libmine.so` (or runtime.plugins = ["libmine.so"] in the config)
@@ -42,6 +44,8 @@
 #include "autograd/op_registry.h"
 #include "headlab_headers_fingerprint.h"
 #include "layers/registry.h"
+#include "optim/registry.h"
+#include "optim/schedule_registry.h"
 #include "train/tasks/registry.h"
 
 // The plugin interface's version: the handshake, PluginRegistry and the interfaces a plugin
@@ -56,6 +60,7 @@
 // public headers (HEADLAB_HEADERS_FINGERPRINT), compared in the handshake.
 // 7: PluginRegistry registers ops with their gradcheck cases (add_op) and layers with theirs
 // (add_layer's LayerCheckCase list).
+// 7: PluginRegistry has add_optimizer and add_schedule; Optimizer has parameter groups.
 #define HEADLAB_PLUGIN_ABI 7
 
 // The C++ ABI a plugin must share with the library: the compiler's ABI version and libstdc++'s
@@ -105,6 +110,17 @@ class PluginRegistry {
     std::string name;
     TaskFactory factory;
   };
+  struct OptimizerEntry {
+    std::string name;
+    OptimizerFactory factory;
+    int state_tensors = 2;
+    DeclaredOptions options;
+  };
+  struct ScheduleEntry {
+    std::string name;
+    ScheduleFactory factory;
+    DeclaredOptions options;
+  };
 
   // As register_layer (layers/registry.h) and register_task (train/tasks/registry.h).
   void add_layer(std::string name, LayerKind kind, LayerFactory factory,
@@ -114,14 +130,23 @@ class PluginRegistry {
   // `headlab gradcheck --plugin P` runs on every backend.
   void add_op(std::string name, OpFunction function, std::vector<OpCase> cases);
 
+  // As register_optimizer (optim/registry.h) and register_schedule (optim/schedule_registry.h).
+  void add_optimizer(std::string name, OptimizerFactory factory, int state_tensors,
+                     DeclaredOptions options = {});
+  void add_schedule(std::string name, ScheduleFactory factory, DeclaredOptions options = {});
+
   const std::vector<LayerEntry>& layers() const { return layers_; }
   const std::vector<TaskEntry>& tasks() const { return tasks_; }
   const std::vector<OpEntry>& ops() const { return ops_; }
+  const std::vector<OptimizerEntry>& optimizers() const { return optimizers_; }
+  const std::vector<ScheduleEntry>& schedules() const { return schedules_; }
 
  private:
   std::vector<LayerEntry> layers_;
   std::vector<TaskEntry> tasks_;
   std::vector<OpEntry> ops_;
+  std::vector<OptimizerEntry> optimizers_;
+  std::vector<ScheduleEntry> schedules_;
 };
 
 }  // namespace headlab
