@@ -152,18 +152,13 @@ bool is_eval_row(const nlohmann::json& row) {
 
 }  // namespace
 
-std::string html_page(const std::string& title, const std::string& body, const std::string& script){
-    return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-               svg::escape(title) + "</title>
-           < style >
-           " + kStyle + report_parts::kViewsStyle +
-           "</style>
-           < / head > <body><main> " + body + " < / main >
-           <script> " + kScrollScript +
-               script +
-               report_parts::kChartDownloadScript + "</script>
-           < / body > </ html> ";
+std::string html_page(const std::string& title, const std::string& body,
+                      const std::string& script) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+         svg::escape(title) + "</title>\n<style>" + kStyle + report_parts::kViewsStyle +
+         "</style>\n</head>\n<body>\n<main>\n" + body + "\n</main>\n<script>\n" + kScrollScript +
+         script + report_parts::kChartDownloadScript + "</script>\n</body>\n</html>\n";
 }
 
 std::string relation_color(int index) {
