@@ -143,7 +143,8 @@ const char* const kViewsScript = R"js(
       var button = document.createElement('button');
       button.type = 'button';
       button.textContent = b[0];
-      button.setAttribute('aria-label', (b[1] ? 'Draw every head' : 'Draw no head') + ' in the head view');
+      // The visible word starts the name (axe: label-content-name-mismatch).
+      button.setAttribute('aria-label', b[0] + ' heads drawn in the head view');
       button.addEventListener('click', function () {
         Array.prototype.forEach.call(hvHeads.querySelectorAll('input'), function (box) {
           box.checked = b[1];
