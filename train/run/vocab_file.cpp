@@ -59,8 +59,9 @@ void check_run_vocabulary(const fs::path& run_dir, const Task& task) {
     fail("{}: \"tables\" is missing or not an object: expected {{\"NAME\": [strings]}}", name);
   const std::vector<TaskVocabulary> now = task.vocabularies();
   for (const auto& [table, entries] : tables->items()) {
+    const std::string& wanted = table;  // a lambda cannot capture a structured binding in C++20
     const auto it = std::find_if(now.begin(), now.end(),
-                                 [&](const TaskVocabulary& t) { return t.name == table; });
+                                 [&](const TaskVocabulary& t) { return t.name == wanted; });
     if (it == now.end())
       fail("{}: table '{}' is in the run but task '{}' has no such table now: {}", name, table,
            task.name(), kRebuilt);
