@@ -1,6 +1,7 @@
 #include "layers/option_schema.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -293,6 +294,18 @@ OptionValue option_value(const TypedValue& value) {
     return OptionArray(reals->begin(), reals->end());
   const auto& names = std::get<std::vector<std::string>>(value);
   return OptionArray(names.begin(), names.end());
+}
+
+std::string format_entries(const OptionMap& options) {
+  std::string out;
+  for (const auto& [key, value] : options) {
+    const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    out +=
+        fmt::format("{} = {}\n", bare ? key : format_value(TypedValue(key)), format_value(value));
+  }
+  return out;
 }
 
 std::string format_value(const TypedValue& value) {

@@ -68,6 +68,8 @@ OptionValue option_value(const TypedValue& value);
 // TOML spelling of a value: 64, 0.003, true, "pre", [0.9, 0.98], ["PREV", "HEAD"].
 std::string format_value(const TypedValue& value);
 std::string format_value(const OptionValue& value);
+// TOML text of a table's entries, "key = value" a line, keys quoted where they are not bare.
+std::string format_entries(const OptionMap& options);
 
 // Levenshtein distance (with adjacent transpositions); and the closest candidate within a small
 // distance, or "".

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "layers/option_schema.h"
 #include "optim/declared_options.h"
 #include "optim/registry.h"
 #include "optim/schedule_registry.h"
@@ -14,19 +15,6 @@ namespace {
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "\"" : ", \"") + n + "\"";
-  return out;
-}
-
-// TOML text of a table's entries, keys quoted unless bare.
-std::string entries_toml(const OptionMap& options) {
-  std::string out;
-  for (const auto& [key, value] : options) {
-    const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-    });
-    out +=
-        fmt::format("{} = {}\n", bare ? key : format_value(TypedValue(key)), format_value(value));
-  }
   return out;
 }
 
@@ -100,7 +88,7 @@ void resolve_optim_tables(Config& config, const OptionMap& optim_options,
 std::string optim_tables_toml(const Config& config, std::string_view table) {
   std::string out;
   auto add = [&](const char* name, const OptionMap& options) {
-    if (!options.empty()) out += fmt::format("\n[{}]\n{}", name, entries_toml(options));
+    if (!options.empty()) out += fmt::format("\n[{}]\n{}", name, format_entries(options));
   };
   if (table == "optim") {
     add("optim.options", config.optim.options);

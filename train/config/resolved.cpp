@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "layers/encoder_layer.h"
+#include "layers/option_schema.h"
 #include "train/config/config.h"
 #include "train/config/optim_tables.h"
 #include "train/config/schema.h"
@@ -16,19 +17,6 @@
 
 namespace headlab {
 namespace {
-
-// "key = value" lines of an option table, keys quoted when they are not bare TOML keys.
-std::string options_text(const OptionMap& options) {
-  std::string out;
-  for (const auto& [key, value] : options) {
-    const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-    });
-    out +=
-        fmt::format("{} = {}\n", bare ? key : format_value(TypedValue(key)), format_value(value));
-  }
-  return out;
-}
 
 std::string text_of(const OptionMap& options, const std::string& key) {
   const OptionValue* v = options.find(key);
@@ -66,8 +54,8 @@ std::vector<std::string> differences(const Config& saved, const Config& current,
   }
   // Layer options can change shapes (a bias switched off), so they count as shape-relevant.
   for (const auto& t : option_tables()) {
-    const std::string a = options_text(saved.model.*t.member);
-    const std::string b = options_text(current.model.*t.member);
+    const std::string a = format_entries(saved.model.*t.member);
+    const std::string b = format_entries(current.model.*t.member);
     if (a != b)
       out.push_back(fmt::format("[{}]: {{{}}} (checkpoint) vs {{{}}} (config)", t.key,
                                 a.empty() ? "" : a.substr(0, a.size() - 1),
@@ -103,7 +91,7 @@ void option_table_differences(const Config& saved, const Config& current,
   for (const auto& t : option_tables()) {
     const OptionMap& a = saved.model.*t.member;
     const OptionMap& b = current.model.*t.member;
-    if (options_text(a) == options_text(b)) continue;
+    if (format_entries(a) == format_entries(b)) continue;
     const std::optional<OptionMap> ra = slot_options(saved, t), rb = slot_options(current, t);
     std::vector<std::string> keys;
     for (const auto& [key, value] : a) keys.push_back(key);
@@ -185,7 +173,7 @@ std::string toml_values(const Config& config) {
     out += optim_tables_toml(config, table);
     if (table != "model") return;
     for (const auto& t : option_tables())
-      if (const std::string text = options_text(config.model.*t.member); !text.empty())
+      if (const std::string text = format_entries(config.model.*t.member); !text.empty())
         out += fmt::format("\n[{}]\n{}", t.key, text);
   };
   for (const auto& spec : config_keys()) {
@@ -197,7 +185,7 @@ std::string toml_values(const Config& config) {
       table = t;
     }
     out += fmt::format("{} = {}\n", spec.key.substr(dot + 1), format_value(spec.get(config)));
-    if (spec.key == "task.name") out += options_text(config.task.options);
+    if (spec.key == "task.name") out += format_entries(config.task.options);
   }
   close_table();
   return out;
