@@ -14,6 +14,7 @@ packages=(
   libfmt-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
   libxxhash-dev
   python3 python3-numpy
+  python3-dev pybind11-dev python3-pytest  # the Python module and its tests (docs/python.md)
   chromium chromium-driver python3-selenium
   poppler-utils
   libopenmpi-dev openmpi-bin  # data-parallel training and sweeps: mpirun (docs/distributed.md)

@@ -1,0 +1,12 @@
+#pragma once
+// The parts of the Python module _headlab (python/module.cpp calls each once, in this order).
+// Each part binds one floor of the house; a part may use the Python types an earlier part bound.
+
+#include <pybind11/pybind11.h>
+
+namespace headlab::python {
+
+// headlab.Error (the CLI's one-line message as its text) and the translation of headlab::Error.
+void bind_errors(pybind11::module_& m);
+
+}  // namespace headlab::python

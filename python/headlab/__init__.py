@@ -1,0 +1,9 @@
+"""headlab from Python: runs, trained models and their hook points, tensors and autograd.
+
+The compiled part is headlab._headlab (pybind11, over the same libheadlab.so as the CLI); this
+package adds the pure-Python layer on top of it. docs/python.md shows the API by example.
+"""
+
+from ._headlab import Error, __version__
+
+__all__ = ["Error", "__version__"]

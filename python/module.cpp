@@ -1,0 +1,13 @@
+// _headlab: the compiled half of the Python package headlab (python/headlab/__init__.py imports
+// it). Every binding lives in its own file, one floor of the house each (python/bindings.h).
+
+#include <pybind11/pybind11.h>
+
+#include "core/version.h"
+#include "python/bindings.h"
+
+PYBIND11_MODULE(_headlab, m) {
+  m.doc() = "headlab: tape-based autodiff and a Transformer encoder workbench (C++)";
+  m.attr("__version__") = HEADLAB_VERSION;
+  headlab::python::bind_errors(m);
+}
