@@ -7,10 +7,11 @@
 # ssh it starts from a clean environment: only PATH, HOME and the agent's own table go on
 # (--keep-env keeps the caller's: the tests start mpirun itself on the first host that way),
 # and the OPENBLAS_* variables, as hosts whose login environment is the same (a setting such as
-# OPENBLAS_CORETYPE on one host alone would be refused at start-up as another kernel choice).
+# OPENBLAS_CORETYPE on one host alone would be refused at start-up as another kernel choice),
+# and the sanitizers' options of a sanitizer build's test run.
 # HEADLAB_FAKE_HOSTS: "ADDRESS=NAMESPACE=HOSTNAME=DIRECTORY;..." (fake_hosts.cpp writes it).
 set -eu
-clean="env -i PATH=$PATH HOME=${HOME:-/root} $(env | grep '^OPENBLAS_[A-Z0-9_]*=[^ ]*$' | tr '\n' ' ')"
+clean="env -i PATH=$PATH HOME=${HOME:-/root} $(env | grep -E '^(OPENBLAS_[A-Z0-9_]*|[AUL][BS]*SAN_OPTIONS)=[^ ]*$' | tr '\n' ' ')"
 if [ "$1" = --keep-env ]; then
   clean=env
   shift
