@@ -161,3 +161,41 @@ TEST_CASE("dist: hosts: a killed host ends the job quickly") {
   // own naming the host and the rank yet: only the end of the job is checked here.
   CHECK(fs::exists(hosts.private_dir(0) / "run" / "config.resolved.toml"));
 }
+
+TEST_CASE("dist: hosts: a sweep over two hosts ends with every run directory on rank 0's host") {
+  if (skipped()) return;
+  TempDir tmp("dist-hosts-sweep");
+  FakeHosts hosts(tmp.path(), 2);
+  const std::vector<std::string> sweep = {
+      "sweep", dist_config().string(), "--over", "model.heads=1,2,4",       "--seeds",      "1",
+      "--set", "train.steps=20",       "--set",  "schedule.warmup_steps=3", "--no-progress"};
+  std::vector<std::string> one = sweep, two = {HEADLAB_CLI};
+  one.insert(one.end(), {"--out", (tmp / "one").string()});
+  two.insert(two.end(), sweep.begin(), sweep.end());
+  two.insert(two.end(), {"--out", (hosts.shared_path() / "two").string()});
+  const RunResult a = run_cli(one);
+  REQUIRE_MESSAGE(a.exit_code == 0, a.describe());
+  const RunResult b = hosts.mpirun(1, across(2, two), mpirun_options());
+  REQUIRE_MESSAGE(b.exit_code == 0, b.describe());
+
+  // heads-2 was trained by rank 1 on host B, and brought to host A whole.
+  const fs::path on_a = hosts.private_dir(0) / "two";
+  for (const char* run : {"heads-1_seed-1", "heads-2_seed-1", "heads-4_seed-1"}) {
+    CAPTURE(run);
+    REQUIRE(fs::exists(on_a / run / "summary.json"));
+    CHECK(read_bytes(on_a / run / "heads.json") == read_bytes(tmp / "one" / run / "heads.json"));
+    CHECK(metrics_without_timing(on_a / run / "metrics.jsonl") ==
+          metrics_without_timing(tmp / "one" / run / "metrics.jsonl"));
+    CHECK(fs::is_symlink(on_a / run / "checkpoints" / "latest"));
+  }
+  CHECK(fs::exists(hosts.private_dir(1) / "two" / "heads-2_seed-1" / "summary.json"));
+  CHECK_FALSE(fs::exists(hosts.private_dir(1) / "two" / "heads-1_seed-1"));
+  CHECK(read_bytes(on_a / "sweep.log").find("brought 1 run directories") != std::string::npos);
+
+  // So the sweep's report can be rewritten from host A alone.
+  const RunResult again =
+      run_cli({"sweep", dist_config().string(), "--over", "model.heads=1,2,4", "--seeds", "1",
+               "--set", "train.steps=20", "--set", "schedule.warmup_steps=3", "--out",
+               on_a.string(), "--report-only"});
+  CHECK_MESSAGE(again.exit_code == 0, again.describe());
+}

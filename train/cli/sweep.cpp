@@ -39,6 +39,7 @@
 #include "train/report/report.h"
 #include "train/run/run_dir.h"
 #include "train/sweep/collect.h"
+#include "train/sweep/gather_runs.h"
 #include "train/sweep/plan.h"
 
 namespace headlab::cli {
@@ -305,6 +306,13 @@ int run_sweep(const SweepArgs& a) {
       for (const SweepRun& run : runs) outcomes.push_back(collect_run(run));
   } else if (comm.size() > 1) {
     outcomes = train_distributed(spec, runs, a, data, worst);
+    // Every run directory on rank 0's host, also without a shared filesystem.
+    const int brought = gather_run_dirs(comm, runs);
+    if (brought > 0)
+      Output::get().log_lines(
+          fmt::format("{}brought {} run directories from the other ranks' "
+                      "hosts into {}\n",
+                      time_stamp(), brought, spec.out_dir.string()));
   } else {
     outcomes = train_runs(spec, runs, a, worst);
   }
