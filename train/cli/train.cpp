@@ -18,8 +18,6 @@
 // (train/run/trainer.h). Rank 0 alone prints progress, runs the head analysis and prints the
 // summary.
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -43,10 +41,7 @@
 #include "train/config/config.h"
 #include "train/distributed/agree.h"
 #include "train/distributed/share.h"
-#include "train/plugins/loader.h"
-#include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
-#include "train/run/run_json.h"
 #include "train/run/session.h"
 #include "train/run/trainer.h"
 
