@@ -3,8 +3,9 @@
 # run and finds libheadlab.so and bin/headlab in the prefix (tests/install/python_prefix.py).
 #   cmake -DPREFIX=... -DBUILD_DIR=... -DSOURCE_DIR=... -DBINARY_DIR=... -DPYTHON=...
 #         [-DASAN_RUNTIME=...] -P python_prefix.cmake
-# Under the sanitizers python3 (not built with ASan) gets the ASan runtime preloaded and no
-# leak check, as the Python tests of the build tree (tests/CMakeLists.txt).
+# Under the sanitizers python3 (not built with ASan) gets the ASan runtime and libstdc++
+# preloaded (ASAN_RUNTIME, a LD_PRELOAD list) and no leak check, as the Python tests of the build
+# tree (tests/CMakeLists.txt).
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 require_vars(PREFIX BUILD_DIR SOURCE_DIR BINARY_DIR PYTHON)
 
