@@ -40,11 +40,12 @@ def cli_error(*args):
 TIMED = ("seconds", "per_second", "run_id", "checksum")
 
 
-def untimed(value):
+def untimed(value, ignore=()):
     if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if not any(t in k for t in TIMED)}
+        return {k: untimed(v, ignore) for k, v in value.items()
+                if not any(t in k for t in TIMED) and k not in ignore}
     if isinstance(value, list):
-        return [untimed(v) for v in value]
+        return [untimed(v, ignore) for v in value]
     return value
 
 
@@ -65,8 +66,9 @@ def jsonl(path):
 NAME_ONLY = {".headlab", ".headlab.lock", "train.log", "run.json", "report.html"}
 
 
-def assert_same_run(a, b):
-    """Every deterministic file of two run directories equal: bytes, or every value but times."""
+def assert_same_run(a, b, ignore=()):
+    """Every deterministic file of two run directories equal: bytes, or every value but times
+    (and the JSON keys in `ignore`)."""
     a, b = Path(a), Path(b)
     # train.log is the CLI's record of its terminal; headlab.train prints nothing.
     files_a = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
@@ -89,9 +91,9 @@ def assert_same_run(a, b):
             for doc in (ja, jb):  # the tensor files' digests cover their metadata (the run id)
                 for tensors in ("model.safetensors", "optimizer.safetensors"):
                     doc.get("files", {}).pop(tensors, None)
-            assert untimed(ja) == untimed(jb), name
+            assert untimed(ja, ignore) == untimed(jb, ignore), name
         elif base == "metrics.jsonl":
-            assert untimed(jsonl(fa)) == untimed(jsonl(fb)), name
+            assert untimed(jsonl(fa), ignore) == untimed(jsonl(fb), ignore), name
         else:  # attention.npy, heads.json, timeline.jsonl, config.resolved.toml, vocab, ...
             assert fa.read_bytes() == fb.read_bytes(), name
         compared += 1

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import headlab
-from runs_common import SHORT, TINY
+from runs_common import SHORT, TINY, assert_same_run
 
 LONG = {**SHORT, "train.steps": 1000000, "train.checkpoint_every": 1000000}
 
@@ -58,3 +58,17 @@ def test_an_exception_in_the_progress_callback_stops_the_run(tmp_path):
     resumed = headlab.train(TINY, out=tmp_path / "r", overrides={**LONG, "train.steps": 30},
                             resume=True)
     assert resumed.summary["steps"] == 30
+
+
+def test_a_run_stopped_from_python_and_resumed_equals_one_trained_at_once(tmp_path):
+    def stop_at_20(event):
+        if event["event"] == "step" and event["step"] == 20:
+            raise KeyboardInterrupt  # what Python's SIGINT handler raises
+
+    with pytest.raises(KeyboardInterrupt):
+        headlab.train(TINY, out=tmp_path / "stopped", overrides=SHORT, progress=stop_at_20)
+    assert outcome(tmp_path / "stopped") == "interrupted by SIGINT"
+    resumed = headlab.train(TINY, out=tmp_path / "stopped", overrides=SHORT, resume=True)
+    at_once = headlab.train(TINY, out=tmp_path / "at_once", overrides=SHORT)
+    assert resumed.summary["resumed_from_step"] == 20
+    assert_same_run(at_once.path, resumed.path, ignore={"resumed_from_step"})
