@@ -5,5 +5,10 @@ package adds the pure-Python layer on top of it. docs/python.md shows the API by
 """
 
 from ._headlab import Error, __version__
+from ._openblas import warn_if_pthreads_openblas
+from .run import Run, Sweep, headlab_executable, open_run, open_sweep, sweep, train
 
 __all__ = ["Error", "__version__"]
+__all__ += ["Run", "Sweep", "headlab_executable", "open_run", "open_sweep", "sweep", "train"]
+
+warn_if_pthreads_openblas()

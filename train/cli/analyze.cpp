@@ -131,17 +131,11 @@ int run_analyze(const AnalyzeArgs& a) {
 
 }  // namespace
 
-void analyze_after_train(Trainer& trainer) {
-  AnalysisOptions options;
-  options.examples =
-      std::min(AnalysisOptions::kDefaultExamples, trainer.config().train.eval_batch_size);
-  options.step = trainer.step();
-  const AnalysisResult r =
-      analyze_run(trainer.run_dir(), trainer.model(), trainer.task(), trainer.config(), options);
+void report_train_analysis(const AnalysisResult& r, const fs::path& run_dir) {
   const std::string text =
       summary_text(r) +
       fmt::format("analysis: wrote heads.json, attention.npy and report.html in {}\n",
-                  trainer.run_dir().string());
+                  run_dir.string());
   Output::get().terminal(text);
   Output::get().log_lines(text);
 }

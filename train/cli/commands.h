@@ -9,8 +9,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "train/run/run_plugins.h"
+
 namespace headlab {
 class Trainer;
+struct AnalysisResult;
 struct CheckpointData;
 }  // namespace headlab
 
@@ -28,20 +31,14 @@ void add_sweep_command(CLI::App& app, int& exit_code);          // sweep.cpp
 void add_train_command(CLI::App& app, int& exit_code);          // train.cpp
 void add_eval_command(CLI::App& app, int& exit_code);           // eval.cpp
 void add_export_conllu_command(CLI::App& app, int& exit_code);  // export_conllu.cpp
-// The head analysis at the end of `headlab train` (heads.json, attention.npy, report.html).
-void analyze_after_train(Trainer& trainer);
+// The text of the head analysis at the end of `headlab train` (which wrote heads.json,
+// attention.npy and report.html: train/run/session.h), on the terminal and in train.log.
+void report_train_analysis(const AnalysisResult& result, const std::filesystem::path& run_dir);
 
 // Plugins (plugins.cpp). --plugin PATH, repeatable, into `plugins`.
 void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins);
-// Loads a plugin that a config names (runtime.plugins): the PluginLoader the CLI hands to every
-// config it reads (train/config/config.h).
-void load_config_plugin(const std::filesystem::path& plugin);
 // Loads each --plugin; an error names the flag and the plugin.
 void load_plugin_flags(const std::vector<std::string>& plugins);
-// Loads the plugins <run_dir>/run.json records, each checked against its sha256 (none: no-op).
-void load_run_plugins(const std::filesystem::path& run_dir);
-// Adds every loaded plugin to <run_dir>/run.json (created when absent; other fields kept).
-void record_run_plugins(const std::filesystem::path& run_dir);
 // "plugins: none", or each loaded plugin with its sha256 and what it registered.
 std::string plugins_text();
 // The run and checkpoint that `eval` and `analyze` read (eval.cpp): RUN_DIR may itself be one of

@@ -23,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.h"
+#include "core/one_line.h"
 #include "core/version.h"
 #include "train/cli/commands.h"
 #include "train/cli/job.h"
@@ -61,34 +62,9 @@ void exec_with_passive_openmp(char** argv) {
 // The subcommand argv[1] names, for the error line ("headlab: error: eval: ..."); "" if none.
 std::string command_name;
 
-// The message on one line: control characters become spaces or \xNN, and a message longer than
-// kMaxMessage keeps its head and its tail (the expected values) around a note of what was cut.
-// Messages quote what the user gave, so a hostile input must not garble the terminal or flood it.
-std::string one_line(const std::string& message) {
-  constexpr size_t kMaxMessage = 1000;
-  std::string line;
-  for (const char c : message) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n' || c == '\r' || c == '\t')
-      line += ' ';
-    else if (u < 0x20 || u == 0x7f)
-      line += fmt::format("\\x{:02x}", u);
-    else
-      line += c;
-  }
-  if (line.size() > kMaxMessage) {
-    size_t head = kMaxMessage / 2, tail = line.size() - kMaxMessage / 2;
-    while (head > 0 && (static_cast<unsigned char>(line[head]) & 0xc0) == 0x80) --head;
-    while (tail < line.size() && (static_cast<unsigned char>(line[tail]) & 0xc0) == 0x80) ++tail;
-    line = fmt::format("{} [... {} characters ...] {}", line.substr(0, head), tail - head,
-                       line.substr(tail));
-  }
-  return line;
-}
-
 // "headlab: error: <command>: <rank>message" (the command unless the message names it already).
 std::string error_line(const std::string& message, const std::string& rank = "") {
-  const std::string line = one_line(message);
+  const std::string line = one_line_message(message);
   const bool named = command_name.empty() || line.rfind(command_name + ": ", 0) == 0;
   return "headlab: error: " + (named ? "" : command_name + ": ") + rank + line;
 }

@@ -1,6 +1,5 @@
-// Plugins on the command line: --plugin PATH (train, sweep, info, gradcheck), the plugins a run
-// directory recorded in run.json (eval, analyze, train --resume), and recording them when a run
-// starts. Loading itself is train/plugins/loader.h.
+// Plugins on the command line: --plugin PATH (train, sweep, info, gradcheck). The plugins a run
+// directory recorded (eval, analyze, train --resume) and recording them: train/run/run_plugins.h.
 
 #include <filesystem>
 #include <string>
@@ -13,7 +12,7 @@
 #include "train/cli/options.h"
 #include "train/io/files.h"
 #include "train/plugins/loader.h"
-#include "train/run/run_json.h"
+#include "train/run/run_plugins.h"
 
 namespace headlab::cli {
 
@@ -28,42 +27,9 @@ void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-void load_config_plugin(const fs::path& plugin) {
-  load_plugin(plugin);
-}
-
 void load_plugin_flags(const std::vector<std::string>& plugins) {
   for (const std::string& p : plugins) check_path_value("--plugin", p, "a shared library file");
-  for (const std::string& p : plugins) {
-    try {
-      load_plugin(p);
-    } catch (const Error& e) {
-      fail("--plugin: {}", e.what());
-    }
-  }
-}
-
-void load_run_plugins(const fs::path& run_dir) {
-  check_run_data_files(run_dir);  // the task's data files too (run_json.h)
-  for (const PluginRecord& p : read_run_plugins(run_dir)) {
-    try {
-      load_plugin(p.path, p.sha256);
-    } catch (const Error& e) {
-      fail("{}: {}", run_json_path(run_dir).string(), e.what());
-    }
-  }
-}
-
-void record_run_plugins(const fs::path& run_dir) {
-  std::vector<PluginRecord> records = read_run_plugins(run_dir);
-  for (const LoadedPlugin& p : loaded_plugins()) {
-    const bool known = std::any_of(records.begin(), records.end(), [&](const PluginRecord& r) {
-      return r.path == p.path.string();
-    });
-    if (!known) records.push_back({p.path.string(), p.sha256});
-  }
-  make_directories(run_dir);
-  write_run_plugins(run_dir, records);
+  load_named_plugins(plugins, "--plugin");
 }
 
 std::string plugins_text() {

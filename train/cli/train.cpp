@@ -2,6 +2,10 @@
 // directory (run.json records how the run was made, its plugins included), train with progress
 // on stderr (and in train.log), run the head analysis, print the summary on stdout.
 //
+// The session itself (the checks, the claim, run.json, training, the analysis) is library code,
+// train/run/session.h, which headlab.train in Python runs too; this file adds the command line,
+// train.log, the progress on stderr, the signals and the summary.
+//
 // Every user mistake (bad option, unreadable or invalid config, a run directory that holds a run
 // or someone else's files, a checkpoint that does not fit) is found before the first step and
 // before anything is printed, so main() reports it as the only stderr line. --dry-run then runs
@@ -14,11 +18,11 @@
 // (train/run/trainer.h). Rank 0 alone prints progress, runs the head analysis and prints the
 // summary.
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,12 +41,9 @@
 #include "train/config/config.h"
 #include "train/distributed/agree.h"
 #include "train/distributed/share.h"
-#include "train/plugins/loader.h"
-#include "train/run/checkpoint.h"
 #include "train/run/run_dir.h"
-#include "train/run/run_json.h"
+#include "train/run/session.h"
 #include "train/run/trainer.h"
-#include "train/run/vocab_file.h"
 
 namespace headlab::cli {
 namespace {
@@ -62,12 +63,22 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-fs::path out_dir(const TrainArgs& a) {
-  return a.out.empty() ? fs::path("runs") / fs::path(a.config).stem() : fs::path(a.out);
+TrainRequest request_of(const TrainArgs& a) {
+  TrainRequest r;
+  r.config = a.config;
+  r.sets = a.sets;
+  r.plugins = a.plugins;
+  r.out = a.out;
+  r.resume = a.resume;
+  r.overwrite = a.overwrite;
+  r.no_analysis = a.no_analysis;
+  r.dry_run = a.dry_run;
+  r.command = command_line();
+  return r;
 }
 
-RunDirUse dir_use(const TrainArgs& a) {
-  return a.resume ? RunDirUse::write : a.overwrite ? RunDirUse::overwrite : RunDirUse::create;
+fs::path out_dir(const TrainArgs& a) {
+  return run_dir_of(request_of(a));
 }
 
 // `analysis_seconds`: the head analysis after the last step (0 without it), part of the run's
@@ -118,37 +129,24 @@ int print_dry_run(const TrainArgs& a, Trainer& trainer, RunDirPlan plan) {
   return kOk;
 }
 
-// The outcome line and exit code of a run that returned.
-int finish(const TrainArgs& a, Trainer& trainer, const TrainResult& result, const fs::path& out) {
-  int rank0_signal = stop_signal();  // the other ranks exit with rank 0's code (run_train)
-  if (world().size() > 1) broadcast_values(world(), 0, std::span<int>(&rank0_signal, 1));
+// The outcome line and exit code of a run that returned (the session's records and the analysis
+// are written: run_training).
+int finish(const TrainArgs& a, Trainer& trainer, const TrainOutcome& outcome, const fs::path& out) {
+  const TrainResult& result = outcome.result;
   if (result.interrupted) {
     const int signal = stop_signal();
-    record_session_end(out, fmt::format("interrupted by {}", signal_name(signal)), result.steps);
     Output::get().final_line(fmt::format(
         "headlab: interrupted by {} at step {}: checkpoint saved; continue with: {}",
         signal_name(signal), result.steps, resume_command(out, {"--overwrite", "--dry-run"})));
     return 128 + signal;
   }
-  // The head-analysis seam: heads.json, attention maps and report.html (train/cli/analyze.cpp).
-  // A stop signal after the last step: the run is complete; the analysis is skipped if it had
-  // not started, or finishes (its files are written whole) and the signal is reported after it.
-  const bool skip_analysis = stop_signal() != 0;
-  const auto analysis_start = std::chrono::steady_clock::now();
-  if (!a.no_analysis && !skip_analysis) analyze_after_train(trainer);
-  const double analysis_seconds =
-      a.no_analysis || skip_analysis
-          ? 0.0
-          : std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start)
-                .count();
-  const std::string summary = summary_text(result, trainer.config(), analysis_seconds);
+  const std::string summary = summary_text(result, trainer.config(), outcome.analysis_seconds);
   fmt::print("{}", summary);
   flush_stdout();
   Output::get().log_lines(summary);
-  record_session_end(out, "finished", result.steps);
   if (const int signal = stop_signal(); signal != 0) {
     const std::string analysis = a.no_analysis ? ""
-                                 : skip_analysis
+                                 : outcome.analysis_skipped
                                      ? fmt::format("; the analysis was skipped: headlab analyze {}",
                                                    shell_command({out.string()}))
                                      : std::string("; the analysis was written");
@@ -168,86 +166,56 @@ class QuietRank : public TrainObserver {
   bool should_stop() override { return stop_signal() != 0; }
 };
 
-// --resume: the plugins the run was trained with. Rank 0 reads them from run.json; the other
-// ranks load the same files (on their host, at the same path), checked against the same digests.
-void load_plugins_of_run(Comm& comm, const fs::path& out) {
-  std::string list;
-  on_root(comm, [&] {
-    load_run_plugins(out);
-    for (const LoadedPlugin& p : loaded_plugins()) list += p.path.string() + "\n" + p.sha256 + "\n";
-  });
-  if (comm.size() == 1) return;
-  list = broadcast_string(comm, 0, list);
-  on_every_rank(comm, [&] {
-    for (size_t at = 0; at < list.size();) {
-      const size_t path_end = list.find('\n', at), sha_end = list.find('\n', path_end + 1);
-      load_plugin(list.substr(at, path_end - at),
-                  list.substr(path_end + 1, sha_end - path_end - 1));
-      at = sha_end + 1;
-    }
-  });
-}
+// What the CLI adds to the library's session (train/run/session.h).
+class CliSessionHooks : public TrainSessionHooks {
+ public:
+  explicit CliSessionHooks(const TrainArgs& a) : args_(a) {}
 
-// Everything before the run directory is claimed: the directory checked (rank 0), the plugins,
-// the config, the ranks' agreement, the model and a resumed checkpoint.
-std::unique_ptr<Trainer> prepare(const TrainArgs& a, RunDirPlan& plan) {
-  Comm& comm = world();
-  const fs::path out = out_dir(a);
-  // The choices the config does not hold: a rank started with --resume beside ranks without it
-  // would read another checkpoint (the config itself is compared below).
-  check_same_on_every_rank(
-      comm, "the train command's choices",
-      fmt::format("--out {} --resume {} --overwrite {} --dry-run {} --no-analysis {}\n",
-                  shell_command({out.string()}), a.resume, a.overwrite, a.dry_run, a.no_analysis));
-  on_every_rank(comm, [&] {
-    if (a.resume && a.overwrite)
-      fail(
-          "--resume and --overwrite exclude each other: --resume continues the run, --overwrite "
-          "replaces it");
-  });
-  // The directory is checked before anything in it is read (a resume reads run.json for its
-  // plugins), then the plugins are loaded: the config may name their layers and tasks.
-  on_root(comm, [&] { plan = check_run_dir(out, dir_use(a)); });
-  on_every_rank(comm, [&] { load_plugin_flags(a.plugins); });
-  if (a.resume) load_plugins_of_run(comm, out);
-  Config config;
-  on_every_rank(comm, [&] { config = load_config(a.config, a.sets, {}, load_config_plugin); });
-  check_ranks_agree(config);
-  // The memory the run and its analysis will need, against what this machine has, before the
-  // model is built (a --dry-run builds it too).
-  on_every_rank(comm, [&] {
-    check_memory_now(config);
-    if (!a.no_analysis)
-      check_memory_now(config, MemoryUse::analyze,
-                       std::min(AnalysisOptions::kDefaultExamples, config.train.eval_batch_size));
-  });
-  // Building the model writes nothing and finds what only the layers can check; the checkpoint
-  // is checked before anything is written too.
-  std::unique_ptr<Trainer> trainer;
-  on_every_rank(comm, [&] { trainer = std::make_unique<Trainer>(std::move(config), out, &comm); });
-  if (a.resume) trainer->resume(ConfigUse::resume);
-  return trainer;
-}
+  void load_plugins(const std::vector<std::string>& plugins) override {
+    load_plugin_flags(plugins);
+  }
+  void check_memory(const Config& config, MemoryUse use, int64_t examples) override {
+    check_memory_now(config, use, examples);
+  }
+  void config_loaded(const Config& config) override { check_ranks_agree(config); }
+  // train.log, from the claim on.
+  void run_dir_claimed(const fs::path& out) override {
+    Output& output = Output::get();
+    output.set_quiet(args_.quiet);
+    output.open_log(out / "train.log");
+    output.log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
+                                 shell_command(command_line())));
+  }
+  void note(const std::string& text) override { Output::get().note(text); }
+  // The bar line ends before the analysis' text; the other ranks exit with rank 0's code.
+  void trained(const TrainResult& /*result*/) override {
+    if (progress) progress->finish();
+    rank0_signal = stop_signal();
+    if (world().size() > 1) broadcast_values(world(), 0, std::span<int>(&rank0_signal, 1));
+  }
+  std::string stop_reason() override {
+    const int signal = stop_signal();
+    return signal ? signal_name(signal) : "";
+  }
+  void analyzed(const AnalysisResult& result) override {
+    report_train_analysis(result, run_dir_of(request_of(args_)));
+  }
 
-// Rank 0's part once the directory is claimed: train.log, run.json's session and plugins.
-void open_run_files(const TrainArgs& a, const Trainer& trainer, const fs::path& out) {
-  Output& output = Output::get();
-  output.set_quiet(a.quiet);
-  output.open_log(out / "train.log");
-  output.log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
-                               shell_command(command_line())));
-  record_session_start(out, command_line(), trainer.step());
-  record_run_plugins(out);
-  record_run_data_files(out, trainer.config());
-  write_run_vocabulary(out, trainer.task());
-}
+  ProgressReporter* progress = nullptr;
+  int rank0_signal = 0;
+
+ private:
+  const TrainArgs& args_;
+};
 
 int run_train(const TrainArgs& a) {
   install_stop_handlers();
   Comm& comm = world();
-  const fs::path out = out_dir(a);
+  const TrainRequest request = request_of(a);
+  const fs::path out = run_dir_of(request);
+  CliSessionHooks hooks(a);
   RunDirPlan plan{};
-  std::unique_ptr<Trainer> trainer = prepare(a, plan);
+  std::unique_ptr<Trainer> trainer = prepare_training(request, comm, hooks, plan);
   if (a.dry_run) {
     // After the checks, the model runs once (forward and backward, two sentences of the real
     // shapes): a layer that fails names itself here, not at step 1 of the real run.
@@ -255,46 +223,19 @@ int run_train(const TrainArgs& a) {
     return speaks_for_job() ? print_dry_run(a, *trainer, plan) : kOk;
   }
   // From here on the directory is rank 0's until it exits.
-  RunDirClaim claim;
-  bool newer = false;
-  on_root(comm, [&] {
-    claim = claim_run_dir(out, dir_use(a));
-    // A writer that finished just before the claim may have saved a newer checkpoint.
-    if (!a.resume) return;
-    const std::optional<fs::path> latest = latest_checkpoint(out);
-    newer = !latest || latest->filename() != checkpoint_dir_name(trainer->step());
-  });
-  if (any_rank(comm, newer)) trainer->resume(ConfigUse::resume);
-  if (speaks_for_job()) {
-    open_run_files(a, *trainer, out);
-    // Left alone by the saves' cleanup, and said once (--overwrite refuses such a run).
-    if (const std::string foreign = foreign_checkpoint_entry(out); !foreign.empty())
-      Output::get().note(fmt::format("note: '{}' was not written by headlab; it is left as it is",
-                                     (out / foreign).string()));
-  }
+  const RunDirClaim claim = start_training(request, comm, *trainer, hooks);
   use_output_logger();
-  TrainResult result;
-  try {  // training and (rank 0) the analysis: a failure of either is the session's outcome
-    if (speaks_for_job()) {
-      {
-        ProgressReporter progress(stderr_is_tty() && !a.no_progress && !a.quiet);
-        result = trainer->run(&progress);
-      }  // the bar line ends before the summary
-      return finish(a, *trainer, result, out);
-    }
-    QuietRank quiet;
-    result = trainer->run(&quiet);
-  } catch (const std::exception& e) {
-    if (speaks_for_job()) try {
-        record_session_end(out, std::string("failed: ") + e.what(), trainer->step());
-      } catch (const std::exception&) {  // the first error is the one to report
-      }
-    throw;
+  QuietRank quiet;
+  std::optional<ProgressReporter> progress;
+  if (speaks_for_job()) {
+    progress.emplace(stderr_is_tty() && !a.no_progress && !a.quiet);
+    hooks.progress = &*progress;
   }
+  TrainObserver& observer = progress ? static_cast<TrainObserver&>(*progress) : quiet;
+  const TrainOutcome outcome = run_training(request, comm, *trainer, observer, hooks);
+  if (speaks_for_job()) return finish(a, *trainer, outcome, out);
   // The other ranks stopped after the same step as rank 0, which says why.
-  int signal = stop_signal();
-  broadcast_values(comm, 0, std::span<int>(&signal, 1));
-  return result.interrupted ? 128 + signal : kOk;
+  return outcome.result.interrupted ? 128 + hooks.rank0_signal : kOk;
 }
 
 }  // namespace
