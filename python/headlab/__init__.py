@@ -5,5 +5,7 @@ package adds the pure-Python layer on top of it. docs/python.md shows the API by
 """
 
 from ._headlab import Error, __version__
+from .tensors import *  # noqa: F401,F403  Tensor, Var, ops, layers, optimizers, no_grad
 
 __all__ = ["Error", "__version__"]
+__all__ += tensors.__all__  # noqa: F405
