@@ -81,7 +81,6 @@ void bind_module_base(py::module_& m) {
             return out;
           },
           "(dotted name, Var) pairs, in the order checkpoints and optimizers use")
-      .def("named_children", &Module::named_children)
       .def(
           "state_dict", [](const Module& module) { return state_dict_of(module.state_dict()); },
           "name -> NumPy view of the parameter (editing it edits the model)")
@@ -174,6 +173,7 @@ void bind_modules(py::module_& m) {
   bind_module_base(m);
   bind_basic_layers(m);
   bind_attention_layers(m);
+  bind_encoder(m);
 }
 
 // MultiHeadAttention, EncoderLayer and Encoder: calls with masks and attention weights.

@@ -44,7 +44,8 @@ Rng& rng_of(const pybind11::handle& object, Rng& own);
 void bind_tensor_class(pybind11::module_& m);
 void bind_vars(pybind11::module_& m);
 void bind_ops(pybind11::module_& m);
-void bind_modules(pybind11::module_& m);
+void bind_modules(pybind11::module_& m);  // calls bind_encoder (python/encoder.cpp)
+void bind_encoder(pybind11::module_& m);
 void bind_optimizers(pybind11::module_& m);
 
 }  // namespace headlab::python

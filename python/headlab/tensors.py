@@ -7,7 +7,7 @@ import contextlib
 
 from . import _headlab
 from ._headlab import (
-    Adam, AdamW, Embedding, EncoderLayer, FeedForward, LayerNorm, Linear, Module,
+    Adam, AdamW, Embedding, Encoder, EncoderLayer, EncoderOutput, FeedForward, LayerNorm, Linear, Module,
     MultiHeadAttention, Optimizer, Rng, SGD, Schedule, SequenceLayer, Tensor, Var,
     add, add_layer_norm, batched_matmul, clip_grad_norm, concat, cross_entropy, cumsum, div,
     dropout, einsum, embedding, exp, expand, from_numpy, gelu, gelu_tanh, grad_enabled, grad_norm,

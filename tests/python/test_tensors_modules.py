@@ -115,3 +115,27 @@ def test_schedules():
     assert c(10) == pytest.approx(0.3) and c.name == "constant"
     with pytest.raises(headlab.Error, match="schedule"):
         headlab.make_schedule("nope", 0.1)
+
+
+def test_encoder_from_python_trains_one_step():
+    enc = headlab.Encoder(vocab_sizes=[11], max_len=6, d_model=8, heads=2, layers=2, d_ff=16,
+                          num_classes=5, rng=4)
+    ids = np.array([[1, 2, 3, 4], [5, 6, 7, 0]])
+    padding = np.array([[0, 0, 0, 0], [0, 0, 0, 1]], dtype=np.float32)
+    out = enc(ids, key_padding_mask=padding, need_weights=True)
+    assert out.logits.shape == (2, 4, 5) and out.hidden.shape == (2, 4, 8)
+    assert len(out.weights) == 2 and out.weights[0].shape == (2, 2, 4, 4)
+    assert out.weights[1].numpy()[1, :, :, 3].max() == 0.0  # the padding key gets no weight
+    assert enc.num_layers == 2 and enc.layer(1).attn.head_gate.shape == (2,)
+    names = [n for n, _ in enc.named_parameters()]
+    assert len(names) == len(set(names)) and any(n.startswith("layers.1.") for n in names)
+    opt = headlab.Adam(enc, lr=0.01)
+    loss = headlab.cross_entropy(out.logits, ids % 5)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    assert headlab.cross_entropy(enc([ids]).logits, ids % 5).item() < loss.item()
+    with pytest.raises(headlab.Error, match=r"Encoder: features shape is \[4\] but expected"):
+        enc(np.array([1, 2, 3, 4]))
+    with pytest.raises(headlab.Error, match="out of range"):
+        enc.layer(2)
