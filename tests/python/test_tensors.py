@@ -114,3 +114,21 @@ def test_repr_shape_and_clone():
     assert len(t) == 1
     with pytest.raises(headlab.Error, match="item: tensor of shape \\[1, 2\\] has 2 elements"):
         t.item()
+
+
+def test_the_last_handle_may_go_inside_backward_with_the_gil_released():
+    # mul keeps its input for backward; the array's last C++ handle then goes when backward
+    # clears the tape, inside the call that released the GIL: the release takes the GIL back.
+    w = headlab.Var(np.ones(4, dtype=np.float32), requires_grad=True)
+    a = np.full(4, 2.0, dtype=np.float32)
+    ref = weakref.ref(a)
+    y = headlab.Var(a) * w
+    del a
+    gc.collect()
+    assert ref() is not None  # the tape's saved input holds it
+    loss = y.sum()
+    del y
+    loss.backward()
+    gc.collect()
+    assert ref() is None  # released by backward itself
+    assert w.grad.tolist() == [2.0, 2.0, 2.0, 2.0]
