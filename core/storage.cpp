@@ -62,8 +62,24 @@ Storage* storage_acquire(size_t n) {
   return s;
 }
 
+Storage* storage_wrap(float* data, size_t n, void (*release)(void* context), void* context) {
+  if (release == nullptr) fail("storage: an external buffer needs a release function");
+  auto* s = new Storage;
+  s->data = data;
+  s->capacity = n;
+  s->release = release;
+  s->release_context = context;
+  s->refs.store(1, std::memory_order_relaxed);
+  return s;
+}
+
 void storage_release(Storage* s) {
   if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (s->release != nullptr) {
+    s->release(s->release_context);
+    delete s;
+    return;
+  }
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
   p.stats.live_bytes -= s->capacity * sizeof(float);

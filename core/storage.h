@@ -4,6 +4,11 @@
 // Buffers are recycled through a caching pool bucketed by size (like PyTorch's caching
 // allocator): when the last reference goes, the buffer returns to the pool instead of the heap.
 // A training step of fixed shapes therefore asks the heap for nothing after its first step.
+//
+// A Storage may instead view memory someone else owns (a NumPy array, for the Python module):
+// storage_wrap() records a release function that runs once, when the last reference goes; such
+// a buffer never enters the pool, and its alignment is whatever the owner's is (the kernels load
+// unaligned).
 
 #include <atomic>
 #include <cstddef>
@@ -16,11 +21,18 @@ struct Storage {
   float* data = nullptr;
   size_t capacity = 0;  // in floats, rounded up to the pool's bucket size
   std::atomic<int> refs{0};
+  // External memory only: called with release_context when the last reference goes.
+  void (*release)(void* context) = nullptr;
+  void* release_context = nullptr;
 };
 
 // Returns a buffer of at least n floats with one reference, contents unspecified.
 Storage* storage_acquire(size_t n);
 void storage_release(Storage* s);
+// A Storage with one reference over n floats at `data`, which the caller keeps valid until
+// release(context) is called (exactly once, from the thread that drops the last reference).
+// Not counted in the pool's statistics. release must not throw.
+Storage* storage_wrap(float* data, size_t n, void (*release)(void* context), void* context);
 
 struct StoragePoolStats {
   size_t live_bytes = 0;    // held by tensors now

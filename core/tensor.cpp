@@ -33,6 +33,14 @@ Tensor Tensor::from(const Shape& shape, std::span<const float> values) {
   return t;
 }
 
+Tensor Tensor::wrap(const Shape& shape, float* data, void (*release)(void* context),
+                    void* context) {
+  Tensor t;
+  t.storage_ = StorageRef(storage_wrap(data, static_cast<size_t>(shape.numel()), release, context));
+  t.shape_ = shape;
+  return t;
+}
+
 Tensor Tensor::view(const Shape& shape, const char* op) const {
   if (shape.numel() != numel())
     fail("{}: cannot view {} as {} (numel {} vs {})", op, shape_.str(), shape.str(), numel(),

@@ -1,6 +1,7 @@
 #pragma once
-// Tensor: fp32, contiguous row-major, up to 6 dims, 64-byte aligned storage shared between
-// views. Copying a Tensor copies the handle, not the data (use clone() for a deep copy).
+// Tensor: fp32, contiguous row-major, up to 6 dims, storage shared between views (64-byte
+// aligned from the pool; a wrap()ped buffer as its owner aligned it). Copying a Tensor copies
+// the handle, not the data (use clone() for a deep copy).
 
 #include <cstdint>
 #include <span>
@@ -24,6 +25,10 @@ class Tensor {
   static Tensor from(const Shape& shape, std::initializer_list<float> values) {
     return from(shape, std::span<const float>(values.begin(), values.size()));
   }
+  // A tensor over shape.numel() floats at `data` that it does not own (contiguous row-major):
+  // release(context) runs once when the last Tensor viewing it goes (core/storage.h).
+  static Tensor wrap(const Shape& shape, float* data, void (*release)(void* context),
+                     void* context);
 
   bool defined() const { return static_cast<bool>(storage_); }
   const Shape& shape() const { return shape_; }

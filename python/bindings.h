@@ -8,6 +8,8 @@ namespace headlab::python {
 
 // headlab.Error (the CLI's one-line message as its text) and the translation of headlab::Error.
 void bind_errors(pybind11::module_& m);
+// headlab.Tensor (zero-copy with NumPy), Var and the ops, modules, optimizers and schedules.
+void bind_tensors(pybind11::module_& m);
 // headlab.train's session (python/runs.cpp): the library's, the one `headlab train` runs.
 void bind_runs(pybind11::module_& m);
 

@@ -10,5 +10,6 @@ PYBIND11_MODULE(_headlab, m) {
   m.doc() = "headlab: tape-based autodiff and a Transformer encoder workbench (C++)";
   m.attr("__version__") = HEADLAB_VERSION;
   headlab::python::bind_errors(m);
+  headlab::python::bind_tensors(m);
   headlab::python::bind_runs(m);
 }

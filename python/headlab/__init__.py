@@ -7,8 +7,11 @@ package adds the pure-Python layer on top of it. docs/python.md shows the API by
 from ._headlab import Error, __version__
 from ._openblas import warn_if_pthreads_openblas
 from .run import Run, Sweep, headlab_executable, open_run, open_sweep, sweep, train
+from . import tensors
+from .tensors import *  # noqa: F401,F403  Tensor, Var, ops, layers, optimizers, no_grad
 
 __all__ = ["Error", "__version__"]
 __all__ += ["Run", "Sweep", "headlab_executable", "open_run", "open_sweep", "sweep", "train"]
+__all__ += tensors.__all__
 
 warn_if_pthreads_openblas()

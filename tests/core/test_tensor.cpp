@@ -57,3 +57,34 @@ TEST_CASE("core: rng uniform and normal moments") {
   for (int i = 0; i < 50000; ++i) ++counts[r.below(5)];
   for (int c : counts) CHECK(c == doctest::Approx(10000).epsilon(0.05));
 }
+
+namespace {
+// Counts releases of a wrapped buffer (the Python module's keep-alive of a NumPy array).
+void count_release(void* context) {
+  ++*static_cast<int*>(context);
+}
+}  // namespace
+
+TEST_CASE("core: a wrapped buffer is viewed in place and released once by its last tensor") {
+  float external[6] = {1, 2, 3, 4, 5, 6};
+  int releases = 0;
+  const size_t live_before = storage_pool_stats().live_bytes;
+  {
+    Tensor t = Tensor::wrap({2, 3}, external, count_release, &releases);
+    CHECK(t.data() == external);
+    CHECK(storage_pool_stats().live_bytes == live_before);  // not the pool's memory
+    t[4] = 50;
+    CHECK(external[4] == 50);
+    external[0] = 10;
+    Tensor row = t.slice(1, 2);
+    Tensor copy = t.clone();
+    t = Tensor();
+    CHECK(releases == 0);  // the row still views it
+    CHECK(row[1] == 50);
+    CHECK(copy[0] == 10);
+    CHECK_FALSE(copy.data() == external);
+  }
+  CHECK(releases == 1);
+  CHECK(storage_pool_stats().live_bytes == live_before);
+  CHECK_THROWS_AS(Tensor::wrap({1}, external, nullptr, nullptr), Error);
+}
