@@ -63,22 +63,24 @@ Hooks::Edit python_edit(const std::string& point, py::handle fn) {
   };
 }
 
-// One forward of `batch` with `hooks` attached (caller holds the GIL; released meanwhile):
-// {name: cached value} for `names`, "logits" [B, T, C] and "predictions" [B, T] (the first
-// maximum, as the evaluation counts them).
+// One forward of `batch` with `hooks` attached, the GIL released meanwhile (the caller holds it):
+// the logits [B, T, C].
+Tensor run_forward(LoadedModel& model, const Batch& batch, Hooks& hooks) {
+  py::gil_scoped_release release;
+  NoGradGuard no_grad;
+  Encoder& encoder = model.run->encoder();
+  std::vector<std::span<const int32_t>> features;
+  batch.feature_spans(features);
+  HookGuard attached(encoder, hooks);
+  return encoder.forward(features, batch.batch_size, batch.seq_len).logits.value();
+}
+
+// run_forward with `names` cached: {name: its value}, "logits" [B, T, C] and "predictions"
+// [B, T] (the first maximum, as the evaluation counts them).
 py::dict forward(LoadedModel& model, const Batch& batch, Hooks& hooks,
                  const std::vector<std::string>& names) {
   for (const std::string& name : names) hooks.cache(name);
-  Tensor logits;
-  {
-    py::gil_scoped_release release;
-    NoGradGuard no_grad;
-    Encoder& encoder = model.run->encoder();
-    std::vector<std::span<const int32_t>> features;
-    batch.feature_spans(features);
-    HookGuard attached(encoder, hooks);
-    logits = encoder.forward(features, batch.batch_size, batch.seq_len).logits.value();
-  }
+  const Tensor logits = run_forward(model, batch, hooks);
   py::dict out;
   for (const std::string& name : names) {
     if (!hooks.has_cached(name)) {
@@ -112,7 +114,8 @@ const std::vector<std::string>& hook_points(LoadedModel& model) {
   std::vector<std::string> ask;
   for (int pass = 0; pass < 2; ++pass) {
     Hooks hooks;
-    forward(model, batch, hooks, ask);
+    for (const std::string& name : ask) hooks.cache(name);
+    run_forward(model, batch, hooks);
     std::vector<std::string> seen;
     for (const std::string& p : hooks.seen())
       if (std::find(seen.begin(), seen.end(), p) == seen.end()) seen.push_back(p);

@@ -17,9 +17,8 @@ import argparse
 import pathlib
 import sys
 
+import headlab  # before NumPy: headlab runs on the OpenMP OpenBLAS (docs/python.md)
 import numpy as np
-
-import headlab
 
 HERE = pathlib.Path(__file__).resolve().parent
 # The source tree's configs/, or the installed share/headlab/configs.

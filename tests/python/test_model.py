@@ -1,10 +1,10 @@
 """headlab.load_model: a trained run's model from Python, its hook points equal to what the
 analysis measured on the same checkpoint (attention.npy, heads.json's zero ablation)."""
 
+import headlab  # before NumPy: the OpenMP OpenBLAS (docs/python.md)
 import numpy as np
 import pytest
 
-import headlab
 from model_common import read_attention, read_heads, train_run
 
 
