@@ -123,6 +123,8 @@ install(FILES ${headlab_fingerprint_header} DESTINATION ${CMAKE_INSTALL_INCLUDED
 # installed package; their CTest drivers (ctest_run.cmake) stay in the source tree.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/headlab/examples
   PATTERN ctest_run.cmake EXCLUDE)
+# The runnable configs beside them: examples/python/ trains the flagship from the prefix alone.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/headlab/configs)
 
 set(headlab_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/headlab)
 install(EXPORT headlabTargets NAMESPACE headlab:: DESTINATION ${headlab_cmake_dir})

@@ -12,5 +12,7 @@ void bind_errors(pybind11::module_& m);
 void bind_tensors(pybind11::module_& m);
 // headlab.train's session (python/runs.cpp): the library's, the one `headlab train` runs.
 void bind_runs(pybind11::module_& m);
+// headlab.Model and load_model: a trained run's model and its hook points (model*.cpp).
+void bind_model(pybind11::module_& m);
 
 }  // namespace headlab::python

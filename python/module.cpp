@@ -12,4 +12,5 @@ PYBIND11_MODULE(_headlab, m) {
   headlab::python::bind_errors(m);
   headlab::python::bind_tensors(m);
   headlab::python::bind_runs(m);
+  headlab::python::bind_model(m);
 }

@@ -9,9 +9,12 @@ from ._openblas import warn_if_pthreads_openblas
 from .run import Run, Sweep, headlab_executable, open_run, open_sweep, sweep, train
 from . import tensors
 from .tensors import *  # noqa: F401,F403  Tensor, Var, ops, layers, optimizers, no_grad
+from . import model
+from .model import Model, evaluate, load_model, patch_head, zero_head
 
 __all__ = ["Error", "__version__"]
 __all__ += ["Run", "Sweep", "headlab_executable", "open_run", "open_sweep", "sweep", "train"]
 __all__ += tensors.__all__
+__all__ += model.__all__
 
 warn_if_pthreads_openblas()

@@ -1,6 +1,7 @@
 # "install: the Python package from the installed prefix alone": with PYTHONPATH naming only
 # PREFIX/lib/python3/dist-packages and a clean environment, python3 imports headlab, trains a tiny
-# run and finds libheadlab.so and bin/headlab in the prefix (tests/install/python_prefix.py).
+# run and finds libheadlab.so and bin/headlab in the prefix (tests/install/python_prefix.py), and
+# runs the installed examples/python/patch_prev_head.py.
 #   cmake -DPREFIX=... -DBUILD_DIR=... -DSOURCE_DIR=... -DBINARY_DIR=... -DPYTHON=...
 #         [-DASAN_RUNTIME=...] -P python_prefix.cmake
 # Under the sanitizers python3 (not built with ASan) gets the ASan runtime and libstdc++
@@ -23,3 +24,13 @@ run(OUT out WORKING_DIRECTORY ${BINARY_DIR}
   COMMAND env -i ${env} ${PYTHON} ${BINARY_DIR}/python_prefix.py ${PREFIX} ${BUILD_DIR}
     ${SOURCE_DIR} ${BINARY_DIR}/tiny.toml ${BINARY_DIR}/run)
 message(STATUS "${out}")
+# examples/python/ from the prefix too: the installed script trains the installed flagship config
+# (share/headlab/configs) with the installed package, shorter.
+run(OUT example WORKING_DIRECTORY ${BINARY_DIR}
+  COMMAND env -i ${env} ${PYTHON} ${PREFIX}/share/headlab/examples/python/patch_prev_head.py
+    --out ${BINARY_DIR}/example --set train.steps=400 --set train.eval_every=100
+    --set train.checkpoint_every=200 --set train.eval_batches=2 --set train.eval_batch_size=128)
+if(NOT example MATCHES "accuracy change [-+][0-9.]+ \\(PREV component")
+  message(FATAL_ERROR "patch_prev_head.py from the prefix printed no accuracy change:\n${example}")
+endif()
+message(STATUS "${example}")

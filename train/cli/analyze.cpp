@@ -21,6 +21,7 @@
 #include "train/report/report.h"
 #include "train/run/analyze_run.h"
 #include "train/run/checkpoint.h"
+#include "train/run/run_checkpoint.h"
 #include "train/run/run_dir.h"
 #include "train/run/trainer.h"
 

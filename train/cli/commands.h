@@ -41,19 +41,11 @@ void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins);
 void load_plugin_flags(const std::vector<std::string>& plugins);
 // "plugins: none", or each loaded plugin with its sha256 and what it registered.
 std::string plugins_text();
-// The run and checkpoint that `eval` and `analyze` read (eval.cpp): RUN_DIR may itself be one of
-// the run's checkpoint directories; checkpoint "" means the latest.
+// The run and checkpoint that `eval` and `analyze` read: RUN_DIR may itself be one of
+// the run's checkpoint directories; checkpoint "" means the latest (train/run/run_checkpoint.h).
 // What --checkpoint of eval and analyze expects (its refusals say it).
 inline constexpr const char* kCheckpointExpected =
     "step-NNNNNN or a path to one of the run's checkpoint directories; without --checkpoint the "
     "latest";
-struct RunCheckpoint {
-  std::filesystem::path run_dir;
-  std::string checkpoint;
-};
-// Checks that the run directory is headlab's. Throws headlab::Error.
-RunCheckpoint resolve_run_checkpoint(const std::string& run_dir, const std::string& checkpoint);
-// Loads and verifies the chosen checkpoint (the latest is re-read if retention removes it).
-CheckpointData load_run_checkpoint(const RunCheckpoint& rc);
 
 }  // namespace headlab::cli
