@@ -100,8 +100,12 @@ SweepOutcome collect_run(const SweepRun& run) {
     out.relations = heads.value("relations", std::vector<std::string>{});
     out.specialized =
         is_specialized(out.eval_accuracy, out.n_claimed, out.relations.size(), out.s_match);
-    const std::vector<json> timeline = read_jsonl(run.dir / "timeline.jsonl");
-    if (!timeline.empty()) out.first_claims = first_claims(timeline, out.relations);
+    try {  // the claims are extra: an unreadable timeline leaves them out, the run stays ok
+      const std::vector<json> timeline = read_jsonl(run.dir / "timeline.jsonl");
+      if (!timeline.empty()) out.first_claims = first_claims(timeline, out.relations);
+    } catch (const Error&) {
+      out.first_claims.clear();
+    }
     try {
       const Config c = load_run_config(run.dir / "config.resolved.toml");
       out.d_k = c.model.head_dim > 0 ? c.model.head_dim : c.model.d_model / c.model.heads;
