@@ -358,7 +358,7 @@ def tables(out):
         "phase-lr-positions": ("Phase diagram: learning rate x position scale (h = 4)",
                                lambda: grid_table(os.path.join(out, "phase-lr-positions"))),
         "levers": ("One lever at a time, from the phase diagram", lambda: levers_table(out)),
-        "fresh": ("The recipe on 30 seeds not tuned on (1001-1030)",
+        "fresh": ("The recipe on seeds not tuned on (train.seed 1001 on)",
                   lambda: fresh_table(os.path.join(out, "fresh-1001"))),
     }
 
