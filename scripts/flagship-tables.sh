@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Re-measures every table of docs/analysis.md ("The flagship over 20 seeds") and the README's
-# "Do heads specialize?" section: the head-count sweep (h = 1, 2, 3, 4, 8 over 20 seeds,
-# train.seed = 1..20, configs/dependency.toml as it is), h = 1, 2, 4 on seeds 101..120, the
-# 1-vs-2-layer composition sweep (10 seeds) and the cost of the timeline, then prints the
-# markdown tables (scripts/flagship_tables.py) to stdout: paste them over the old ones.
+# Re-measures every table of the README ("Do heads specialize?") and of docs/analysis.md ("The
+# flagship over 20 seeds", "The flagship's region: a phase diagram") and prints them as markdown
+# to stdout, block by block: paste them over the old ones. Each block runs its sweeps (all of
+# configs/dependency.toml as it is) and then prints its tables (scripts/flagship_tables.py, which
+# reads only the sweeps' documents).
 #
 #   bash scripts/flagship-tables.sh [OUT]     # OUT defaults to runs/flagship-tables
 #
-# Environment: JOBS (runs trained at once, default 2), SEEDS (default 20), LAYER_SEEDS
-# (default 10). It needs build/headlab (scripts/build.sh) and Debian's python3; an existing OUT
-# is reused run by run (`--report-only` collection), so delete it to measure again. About
-# twelve minutes on two cores.
+# Environment: JOBS (runs trained at once, default 2), SEEDS (the head-count sweeps, default 20),
+# LAYER_SEEDS (default 10), PHASE_SEEDS (the phase diagram, default 10), FRESH_SEEDS (the
+# recipe on seeds 1001.., default 30). It needs build/headlab (scripts/build.sh) and Debian's
+# python3; an existing sweep directory of OUT is reused (`--report-only` collection), so delete
+# it to measure again. On two quiet cores the first block takes about twelve minutes, the second
+# about as long again.
+#
+# Adding a block: append it at the end, in the same shape (a comment saying which tables of
+# which document it re-measures, its `sweep` calls, then `tables NAME...` for tables of
+# flagship_tables.py, or a script of its own reading "$out").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/flagship-tables}
 jobs=${JOBS:-2}
 seeds=${SEEDS:-20}
 layer_seeds=${LAYER_SEEDS:-10}
+phase_seeds=${PHASE_SEEDS:-10}
+fresh_seeds=${FRESH_SEEDS:-30}
 headlab=build/headlab
 [[ -x $headlab ]] || { echo "flagship-tables: $headlab not found; run scripts/build.sh" >&2; exit 2; }
 mkdir -p "$out"
@@ -31,6 +39,12 @@ sweep() {  # sweep DIR ARGS...: train it unless it is complete, else only re-col
   fi
 }
 
+tables() {  # tables NAME...: print these tables of scripts/flagship_tables.py
+  /usr/bin/python3 scripts/flagship_tables.py "$out" "$@"
+}
+
+# --- Block 1: the head-count tables (README "Do heads specialize?", docs/analysis.md "The
+# flagship over 20 seeds") ---
 # The head-count sweep: d_model 64 in every run, d_k = 64 / h (h = 3: head_dim 21).
 sweep "$out/heads" --over model.heads=1,2,4,8 --seeds "$seeds"
 sweep "$out/heads-3" --over model.heads=3 --set model.head_dim=21 --seeds "$seeds"
@@ -49,5 +63,15 @@ for k in 1 2 3; do
       >/dev/null 2>&1
   done
 done
+tables heads heads-101 order pruning layers cost
 
-/usr/bin/python3 scripts/flagship_tables.py "$out"
+# --- Block 2: the phase diagram (docs/analysis.md "The flagship's region: a phase diagram") ---
+# h = 4 on seeds 1..10 over two pairs of keys, the recipe in the middle of each; the
+# single-lever table reads its rows from the same sweeps.
+sweep "$out/phase-width-dropout" --over model.d_model=48,64,96 \
+  --over model.attn_dropout=0,0.1,0.15,0.2,0.3 --seeds "$phase_seeds"
+sweep "$out/phase-lr-positions" --over optim.lr=0.0015,0.003,0.006 \
+  --over model.pos_init_std=0.7,0.85,1.0 --seeds "$phase_seeds"
+# The recipe on seeds nobody tuned on (train.seed = 1001..1030).
+sweep "$out/fresh-1001" --over model.heads=4 --set train.seed=1001 --seeds "$fresh_seeds"
+tables phase-width-dropout phase-lr-positions levers fresh

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables of docs/analysis.md and the README from the sweeps of flagship-tables.sh.
 
-usage: flagship_tables.py OUT   (the directory scripts/flagship-tables.sh wrote)
+usage: flagship_tables.py OUT [NAME...]   (OUT: the directory scripts/flagship-tables.sh wrote;
+       NAME: the tables to print, all of them without; see tables() below)
 
 Reads only headlab's documents: sweep.json, each run's heads.json and timeline.jsonl, and
 summary.json of the timeline-cost runs. A run is "specialized" when its eval accuracy is at least
@@ -188,18 +189,187 @@ def cost_table(out):
           f"training: {extra / med['true'][0]:.1%}.")
 
 
+def all_runs(sweep_dir):
+    """Every run of sweep.json, failed ones included (they count as not specialized)."""
+    sweep = load(os.path.join(sweep_dir, "sweep.json"))
+    for run in sweep["runs"]:
+        run["path"] = os.path.join(sweep_dir, run["dir"])
+    return sweep["over"], sweep["runs"]
+
+
+def recipe():
+    """The flagship's values of the keys the phase diagram sweeps (configs/dependency.toml)."""
+    import tomllib
+    with open(os.path.join(os.path.dirname(__file__), "..", "configs", "dependency.toml"),
+              "rb") as f:
+        config = tomllib.load(f)
+    return {f"{table}.{key}": value for table, keys in config.items() if isinstance(keys, dict)
+            for key, value in keys.items()}
+
+
+def lost(run):
+    """Why a run is not specialized, from its heads.json: each relation whose assigned head
+    does not claim it ("PREV unclaimed (L0H2 0.31)"), else the weakest claimed relation."""
+    if not run.get("ok"):
+        return "failed"
+    doc = load(os.path.join(run["path"], "heads.json"))
+    spec = doc["specialization"]
+    threshold = spec.get("claim_threshold", 0.5)
+    masses = {}
+    for rel in doc["relations"]:
+        ref = spec["assignment"].get(rel)
+        masses[rel] = (doc["layers"][ref[0]]["heads"][ref[1]]["mass"][rel], ref) if ref else \
+            (0.0, None)
+    unclaimed = [r for r, (m, _) in masses.items() if m <= threshold]
+    if unclaimed:
+        return ", ".join(f"{r} unclaimed" + (f" (L{masses[r][1][0]}H{masses[r][1][1]} "
+                                             f"{masses[r][0]:.2f})" if masses[r][1] else "")
+                         for r in unclaimed)
+    weakest = min(masses, key=lambda r: masses[r][0])
+    return f"weakest {weakest} {masses[weakest][0]:.2f}"
+
+
+def failure_list(runs):
+    out = []
+    for r in runs:
+        if r.get("ok") and specialized(r):
+            continue
+        acc = f"{r['eval_accuracy']:.2f}/{r['s_match']:.2f}/{r['n_claimed']}" if r.get("ok") \
+            else "-"
+        out.append(f"{r['seed']}: {acc} {lost(r)}")
+    return "; ".join(out)
+
+
+def same(a, b):
+    return abs(float(a) - float(b)) < 1e-9 if isinstance(a, (int, float)) else a == b
+
+
+def cell_of(runs, key_a, a, key_b, b):
+    return [r for r in runs if same(r["values"][key_a], a) and same(r["values"][key_b], b)]
+
+
+def grid_table(sweep_dir):
+    """The phase diagram of a two-key sweep: rows the first key, columns the second; each cell
+    "specialized k/N, mean eval accuracy, lowest s_match"; the recipe's cell in bold."""
+    (key_a, key_b), runs = all_runs(sweep_dir)
+    rows = list(dict.fromkeys(r["values"][key_a] for r in runs))
+    cols = list(dict.fromkeys(r["values"][key_b] for r in runs))
+    base = recipe()
+    print(f"{key_a} \\ {key_b}: specialized of N seeds · mean eval accuracy · lowest s_match "
+          f"(bold: the recipe)\n")
+    print(f"| {key_a} | " + " | ".join(f"{key_b} {c}" for c in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for a in rows:
+        cells = []
+        for b in cols:
+            rs = cell_of(runs, key_a, a, key_b, b)
+            ok = [r for r in rs if r.get("ok")]
+            text = (f"{sum(1 for r in ok if specialized(r))}/{len(rs)} · "
+                    f"{statistics.mean(r['eval_accuracy'] for r in ok):.3f} · "
+                    f"{min(r['s_match'] for r in ok):.2f}") if ok else f"0/{len(rs)} · - · -"
+            bold = same(base.get(key_a), a) and same(base.get(key_b), b)
+            cells.append(f"**{text}**" if bold else text)
+        print(f"| {a} | " + " | ".join(cells) + " |")
+    print()
+    print("| setting | not specialized (seed: accuracy / s_match / claimed, what lost) |")
+    print("|---|---|")
+    for a in rows:
+        for b in cols:
+            fails = failure_list(cell_of(runs, key_a, a, key_b, b))
+            if fails:
+                print(f"| {key_a} {a}, {key_b} {b} | {fails} |")
+
+
+def levers_table(out):
+    """Each single-lever change of the goal, read from the phase diagram's sweeps: the recipe
+    with one key changed, the others at the recipe's values."""
+    base = recipe()
+    levers = [("phase-width-dropout", "model.d_model", [48, 96]),
+              ("phase-width-dropout", "model.attn_dropout", [0.0, 0.3]),
+              ("phase-lr-positions", "optim.lr", [base["optim.lr"] * 0.5, base["optim.lr"] * 2]),
+              ("phase-lr-positions", "model.pos_init_std", [])]
+    print("| lever | value | specialized | eval accuracy (lowest) | s_match (mean, lowest) | "
+          "not specialized (seed: accuracy / s_match / claimed, what lost) |")
+    print("|---|---|---|---|---|---|")
+    for name, key, values in levers:
+        over, runs = all_runs(os.path.join(out, name))
+        other = [k for k in over if k != key][0]
+        values = values or [v for v in dict.fromkeys(r["values"][key] for r in runs)
+                            if not same(v, base[key])]
+        for v in [base[key]] + values:
+            rs = cell_of(runs, key, v, other, base[other])
+            ok = [r for r in rs if r.get("ok")]
+            if not rs:
+                continue
+            sm = [r["s_match"] for r in ok]
+            print(f"| {key} | {v:g}{' (recipe)' if same(v, base[key]) else ''} | "
+                  f"{sum(1 for r in ok if specialized(r))} of {len(rs)} | "
+                  f"{min(r['eval_accuracy'] for r in ok):.3f} | "
+                  f"{statistics.mean(sm):.2f}, {min(sm):.2f} | {failure_list(rs)} |")
+
+
+def claim_order_of(run):
+    """sweep.json's claim_order, else from the run's timeline (a sweep.json of before it)."""
+    if run.get("claim_order"):
+        return run["claim_order"]
+    doc = load(os.path.join(run["path"], "heads.json"))
+    steps = first_claims(run, doc["relations"])
+    claimed = sorted(set(v for v in steps.values() if v is not None))
+    text = " → ".join(" = ".join(r for r in doc["relations"] if steps[r] == s) for s in claimed)
+    never = [r for r in doc["relations"] if steps[r] is None]
+    return text + (("; " if text else "") + ", ".join(never) + " never" if never else "")
+
+
+def fresh_table(sweep_dir):
+    _, runs = all_runs(sweep_dir)
+    ok = [r for r in runs if r.get("ok")]
+    seeds = sorted(r["seed"] for r in runs)
+    sm = [r["s_match"] for r in ok]
+    print("| seeds | specialized | eval accuracy (lowest) | s_match | lowest s_match | "
+          "not specialized |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {seeds[0]}-{seeds[-1]} | {sum(1 for r in ok if specialized(r))} of {len(runs)} | "
+          f"{min(r['eval_accuracy'] for r in ok):.3f} | {mean_sd(sm, 2)} | {min(sm):.2f} | "
+          f"{failure_list(runs) or '-'} |")
+    print()
+    orders = collections.Counter(claim_order_of(r) for r in ok)
+    print("| order of the first claims | seeds |")
+    print("|---|---|")
+    for order, n in orders.most_common():
+        print(f"| {order} | {n} |")
+
+
+# Every table, by name: (title, function of OUT). flagship-tables.sh prints them block by block
+# (`flagship_tables.py OUT NAME...`); with no NAME, all of them in this order. A new table: a
+# function here and its name in the block of flagship-tables.sh that measures its sweeps.
+def tables(out):
+    heads = lambda: runs_of(os.path.join(out, "heads")) + runs_of(os.path.join(out, "heads-3"))
+    return {
+        "heads": ("Head-count sweep", lambda: heads_table(heads())),
+        "heads-101": ("Second seed range (seeds 101-120)",
+                      lambda: heads_table(runs_of(os.path.join(out, "heads-101")))),
+        "order": ("Order of the first claims", lambda: order_table(heads(), 4)),
+        "pruning": ("Pruning", lambda: pruning_table(heads())),
+        "layers": ("One layer vs two, with BEFORE_HEAD",
+                   lambda: layers_table(runs_of(os.path.join(out, "layers")))),
+        "cost": ("Cost of the timeline", lambda: cost_table(out)),
+        "phase-width-dropout": ("Phase diagram: d_model x attention dropout (h = 4)",
+                                lambda: grid_table(os.path.join(out, "phase-width-dropout"))),
+        "phase-lr-positions": ("Phase diagram: learning rate x position scale (h = 4)",
+                               lambda: grid_table(os.path.join(out, "phase-lr-positions"))),
+        "levers": ("One lever at a time, from the phase diagram", lambda: levers_table(out)),
+        "fresh": ("The recipe on seeds not tuned on (train.seed 1001 on)",
+                  lambda: fresh_table(os.path.join(out, "fresh-1001"))),
+    }
+
+
 def main():
-    out = sys.argv[1]
-    heads = runs_of(os.path.join(out, "heads")) + runs_of(os.path.join(out, "heads-3"))
-    sections = [("Head-count sweep", lambda: heads_table(heads)),
-                ("Second seed range (seeds 101-120)",
-                 lambda: heads_table(runs_of(os.path.join(out, "heads-101")))),
-                ("Order of the first claims", lambda: order_table(heads, 4)),
-                ("Pruning", lambda: pruning_table(heads)),
-                ("One layer vs two, with BEFORE_HEAD",
-                 lambda: layers_table(runs_of(os.path.join(out, "layers")))),
-                ("Cost of the timeline", lambda: cost_table(out))]
-    for title, table in sections:
+    out, names = sys.argv[1], sys.argv[2:]
+    known = tables(out)
+    for name in names or list(known):
+        if name not in known:
+            raise SystemExit(f"flagship_tables.py: no table '{name}' (known: {', '.join(known)})")
+        title, table = known[name]
         print(f"### {title}\n")
         table()
         print()

@@ -8,8 +8,8 @@ report_browser.py, whose helpers this file uses):
   report_a11y_browser.py self-test --cli build/headlab --source . --shots DIR --axe AXE_JS
 
 `layout` trains the run report_browser.py uses (configs/tiny.toml with two layers), a short run
-of 2 layers x 8 heads and a 2-setting sweep, and checks on each page that a window 800 px wide
-does not scroll sideways (document.documentElement.scrollWidth <= window.innerWidth; wide
+of 2 layers x 8 heads and a 2 x 2 sweep over two keys (heat maps included), and checks on each
+page that a window 800 px wide does not scroll sideways (document.documentElement.scrollWidth <= window.innerWidth; wide
 content scrolls inside its card), that the pruning chart keeps its width at 16 heads, and that
 the page printed to PDF (Chrome's Page.printToPDF through selenium's print_page, read back with
 pdftotext) holds every section's title and every line of the resolved config; laid out for
@@ -61,7 +61,8 @@ def make_pages(args, tmp, sweep=True):
     pages = {"run": run, "run 2x8": wide}
     if sweep:
         rb.headlab(args.cli, "sweep", os.path.join(args.source, "configs", "tiny.toml"),
-                   "--over", "model.heads=1,2", "--out", out)
+                   "--over", "model.heads=1,2", "--over", "model.attn_dropout=0,0.3",
+                   "--out", out)  # two keys: the heat maps too
         pages["sweep"] = out
     return {name: os.path.join(d, "report.html") for name, d in pages.items()}
 

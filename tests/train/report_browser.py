@@ -4,6 +4,7 @@ chromium-driver and python3-selenium, installed by scripts/install-deps.sh).
 
   report_browser.py run   --cli build/headlab --source . --shots build/report-browser
   report_browser.py sweep --cli build/headlab --source . --shots build/report-browser
+  report_browser.py grid --cli build/headlab --source . --shots build/report-browser
   report_browser.py self-test --cli build/headlab --source . --shots build/report-browser
 
 `run` trains configs/tiny.toml (with two layers) with the CLI, opens its report.html from disk and checks that
@@ -16,7 +17,10 @@ shows its tooltip text; that the activation patching map writes heads.json's fra
 in every cell; and that the verdict matches heads.json. `sweep` runs a 2 settings x 2
 seeds sweep of configs/tiny.toml and checks that every seed is a point linking to an existing
 run report (one link per run and chart), that following a link opens that run's report without
-errors. Each saves a full-page screenshot into --shots. `self-test` shows that the checks fail
+errors. `grid` runs a 2 x 2 sweep over two keys and checks that each heat map cell shows the
+share of seeds specialized, the mean eval accuracy or the lowest s_match that sweep.json's runs
+give, and that following a cell shows the list of exactly its runs, linked to their reports.
+Each saves a full-page screenshot into --shots. `self-test` shows that the checks fail
 a page with a script error and a page that loads a file. Exit status 0 when every check passes.
 """
 
@@ -281,6 +285,76 @@ def test_sweep(args, tmp):
         driver.quit()
 
 
+def specialized(run):
+    """The README's definition, written out here: learned, every relation claimed, s_match."""
+    return (run["ok"] and run["eval_accuracy"] >= 0.95 and run["n_claimed"] == 3
+            and run["s_match"] >= 0.8)
+
+
+def test_grid(args, tmp):
+    """A sweep over two keys: each heat map cell shows what sweep.json's runs give, and
+    following a cell leads to the list of exactly its runs, each linked to its report."""
+    out = os.path.join(tmp, "grid")
+    headlab(args.cli, "sweep", os.path.join(args.source, "configs", "tiny.toml"),
+            "--over", "model.heads=1,4", "--over", "model.attn_dropout=0,0.3",
+            "--set", "train.steps=300", "--out", out)
+    with open(os.path.join(out, "sweep.json")) as f:
+        sweep = json.load(f)
+    keys = sweep["over"]
+    rows = list(dict.fromkeys(json.dumps(r["values"][keys[0]]) for r in sweep["runs"]))
+    cols = list(dict.fromkeys(json.dumps(r["values"][keys[1]]) for r in sweep["runs"]))
+    driver = browser(os.path.join(tmp, "profile"))
+    try:
+        page = Page(driver, os.path.join(out, "report.html"))
+        page.check_quiet("sweep report over two keys")
+        charts = driver.find_elements(By.CSS_SELECTOR, "#grid svg[role=group]")
+        check(len(charts) == 3, f"{len(charts)} heat maps, expected 3 for one pair of keys")
+        for chart, what in zip(charts, ("share", "accuracy", "s_match")):
+            cells = chart.find_elements(By.TAG_NAME, "a")
+            check(len(cells) == len(rows) * len(cols),
+                  f"{what}: {len(cells)} linked cells, expected {len(rows)} x {len(cols)}")
+            for k, cell in enumerate(cells):
+                row, col = rows[k // len(cols)], cols[k % len(cols)]
+                mine = [r for r in sweep["runs"] if json.dumps(r["values"][keys[0]]) == row
+                        and json.dumps(r["values"][keys[1]]) == col]
+                ok = [r for r in mine if r["ok"]]
+                expected = {
+                    "share": f"{sum(map(specialized, mine))}/{len(mine)}",
+                    "accuracy": f"{sum(r['eval_accuracy'] for r in ok) / len(ok):.3f}",
+                    "s_match": f"{min(r['s_match'] for r in ok):.2f}"}[what]
+                text = cell.find_element(By.TAG_NAME, "text").text
+                check(text == expected, f"{what} cell {row}, {col} shows {text}, "
+                      f"sweep.json gives {expected}")
+                check(cell.get_attribute("aria-label").startswith(
+                    f"{keys[0]}={row}, {keys[1]}={col}: "), "the cell's name is not its setting")
+        # Following the last cell of the accuracy map shows the row of its runs.
+        cell = charts[1].find_elements(By.TAG_NAME, "a")[-1]
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
+        ActionChains(driver).move_to_element(cell).click().perform()
+        target = f"#grid-0-{len(rows) - 1}-{len(cols) - 1}"
+        deadline = time.time() + 10
+        while not driver.current_url.endswith(target) and time.time() < deadline:
+            time.sleep(0.05)
+        check(driver.current_url.endswith(target), f"the cell led to {driver.current_url}")
+        row = driver.find_element(By.CSS_SELECTOR, target)
+        rect = driver.execute_script(
+            "var r = arguments[0].getBoundingClientRect();"
+            "return [r.top, r.bottom, window.innerHeight, window.scrollY];", row)
+        check(rect[0] >= -1 and rect[1] <= rect[2] + 1,
+              f"the cell's list of runs is not scrolled into view (top, bottom, window, "
+              f"scrolled: {rect})")
+        mine = {os.path.normpath(os.path.join(out, r["dir"], "report.html")) for r in sweep["runs"]
+                if json.dumps(r["values"][keys[0]]) == rows[-1]
+                and json.dumps(r["values"][keys[1]]) == cols[-1]}
+        linked = {os.path.normpath(urllib.request.url2pathname(urllib.parse.urlparse(
+            a.get_attribute("href")).path)) for a in row.find_elements(By.TAG_NAME, "a")}
+        check(linked == mine, f"the cell lists {sorted(linked)}, its runs are {sorted(mine)}")
+        page.check_console("sweep report after following a cell")  # no new request: in-page
+        page.screenshot(os.path.join(args.shots, "sweep_grid.png"))
+    finally:
+        driver.quit()
+
+
 def test_self(args, tmp):
     """The checks bite: a page with a script error, and one that loads a file, both fail."""
     pages = {"error.html": ("<script>no_such_function();</script>", Page.check_console),
@@ -307,7 +381,7 @@ def test_self(args, tmp):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", choices=["run", "sweep", "self-test"])
+    parser.add_argument("which", choices=["run", "sweep", "grid", "self-test"])
     parser.add_argument("--cli", required=True, help="the headlab executable")
     parser.add_argument("--source", required=True, help="the source tree (for configs/)")
     parser.add_argument("--shots", required=True, help="where the screenshots go")
@@ -318,7 +392,8 @@ def main():
     start = time.time()
     tmp = tempfile.mkdtemp(prefix="headlab-browser-")
     try:
-        {"run": test_run, "sweep": test_sweep, "self-test": test_self}[args.which](args, tmp)
+        {"run": test_run, "sweep": test_sweep, "grid": test_grid,
+         "self-test": test_self}[args.which](args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"report_browser {args.which}: passed in {time.time() - start:.1f} s")

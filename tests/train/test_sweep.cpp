@@ -137,7 +137,7 @@ TEST_CASE("train: sweep.json and sweep.csv carry one row per run, failed runs as
 
   const std::string csv = sweep_to_csv(spec, outcomes);
   CHECK(csv.rfind("model.heads,seed,eval_accuracy,steps_to_95,train_seconds,s_match,s_max,n_"
-                  "claimed,d_k,dir,ok\n",
+                  "claimed,d_k,dir,ok,specialized,claim_order,first_claims\n",
                   0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(csv.find("1,1,0.340000,,5.500,") != std::string::npos);
@@ -201,7 +201,9 @@ TEST_CASE("train: headlab sweep over two head counts writes the table, the runs 
     CHECK(fs::is_regular_file(dir.path / "sw" / target));
     ++links;
   }
-  CHECK(links == 2 * 4);  // two runs: a dot in each of three charts and a table link
+  // Two runs: a dot in each of three charts, a link in the table and one in the claim orders.
+  CHECK(links == 2 * 5);
+  CHECK(section(html, "grid").empty());  // heat maps need two keys
 
   // --report-only trains nothing and collects the same table again.
   fs::remove(dir.path / "sw" / "sweep.json");

@@ -53,7 +53,9 @@
 //      script.
 // The sweep report works the same way (SweepView, kSweepSections in sweep_report.cpp).
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -128,11 +130,40 @@ inline constexpr double kLearnedAccuracy = 0.95;
 // The first evaluation step with accuracy >= threshold; -1 if none.
 double steps_to(const Curves& curves, double threshold = kLearnedAccuracy);
 
+// A run counts as specialized (the sweeps' "specialized k of N", the README's tables) when it
+// learned the task, every relation is claimed (n_claimed = the number of relations) and the
+// best one-to-one assignment's mean mass s_match reaches kSpecializedSMatch.
+inline constexpr double kSpecializedSMatch = 0.8;
+inline bool is_specialized(double eval_accuracy, int64_t n_claimed, size_t relations,
+                           double s_match) {
+  return eval_accuracy >= kLearnedAccuracy && relations > 0 &&
+         n_claimed == static_cast<int64_t>(relations) && s_match >= kSpecializedSMatch;
+}
+
+// The step at which each relation is first claimed over training: the first timeline.jsonl row
+// (train/run/timeline.h) whose assignment gives the relation a head with mass > 0.5; nullopt
+// when it never is (or the rows do not say). One entry per relation, in `relations`' order.
+struct FirstClaim {
+  std::string relation;
+  std::optional<int64_t> step;
+};
+std::vector<FirstClaim> first_claims(const std::vector<nlohmann::json>& timeline,
+                                     const std::vector<std::string>& relations);
+// The order of the first claims in words: "HEAD → SEM → PREV", ties joined by " = " ("HEAD =
+// SEM → PREV"), relations never claimed after a semicolon ("HEAD → SEM; PREV never"); "" when
+// there are no relations. Two runs claimed in the same order exactly when the texts are equal.
+std::string claim_order(const std::vector<FirstClaim>& claims);
+
 // Sweep report, from sweep.json ({"config", "over", "seeds", "runs": [{"values", "seed", "dir",
 // "ok", "eval_accuracy", "s_match", "s_max", "n_claimed", "steps_to_95", "train_seconds",
-// "d_k"}]}) and each run's files. Its header says what the grid is (sweep_description).
+// "d_k", "specialized", "first_claims", "claim_order"}]}; the last three optional) and each run's
+// files. Its header says what the grid is (sweep_description).
 // Sections: "table" (one row per setting: mean and spread over seeds of eval accuracy, steps to
-// 95%, s_match, n_claimed, train seconds, and a link to each seed's report), "seeds" (eval
+// 95%, s_match, n_claimed, specialized k of N, the most common claim order and on how many seeds,
+// train seconds, and a link to each seed's report), "grid" (two or more --over keys: for each
+// pair, heat maps of the share of seeds specialized, the mean eval accuracy and the lowest
+// s_match, each cell linking to the list of its runs), "claims" (per run the step each relation
+// is first claimed and their order; per setting whether its seeds agree), "seeds" (eval
 // accuracy, s_match and n_claimed per setting, every seed a point that links to its run's
 // report.html, the mean and spread drawn, the 0.95 threshold dashed), "curves" (eval accuracy
 // per setting, one line per seed, and the seed means on one chart), "specialization" (the head x

@@ -4,6 +4,7 @@
 // in kRunSections (run_report.cpp) or kSweepSections (sweep_report.cpp).
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -128,6 +129,34 @@ std::string sweep_table_body(const SweepView& v);
 std::string sweep_seeds_body(const SweepView& v);
 std::string sweep_curves_body(const SweepView& v);
 std::string sweep_specialization_body(const SweepView& v);
+// "claims": per run the step each relation is first claimed and their order (sweep.json's
+// first_claims, claim_order), per setting whether every seed claimed in the same order
+// (sweep_claims.cpp). "" when no run has a timeline.
+std::string sweep_claims_body(const SweepView& v);
+// "grid": for each pair of --over keys, heat maps of the share of seeds specialized, the mean
+// eval accuracy and the lowest s_match, each cell linking to the list of its runs below
+// (sweep_grid.cpp). "" for a sweep over fewer than two keys.
+std::string sweep_grid_body(const SweepView& v);
+
+// One cell of a pair of keys' heat maps: the runs with both values (whatever the other keys').
+struct GridCell {
+  std::vector<size_t> runs;  // indices into sweep["runs"], in their order
+  size_t ok = 0, specialized = 0;
+  double mean_accuracy = NAN, lowest_s_match = NAN;  // over the ok runs; NaN with none
+};
+struct SweepGrid {
+  std::string row_key, col_key;                     // the slower key, the faster
+  std::vector<std::string> row_values, col_values;  // value_text, in grid order
+  std::vector<GridCell> cells;                      // [rows * cols], row-major
+};
+// Every pair of sweep["over"] keys (i < j), in order.
+std::vector<SweepGrid> sweep_grids(const SweepView& v);
+// Whether run i counts as specialized: sweep.json's "specialized", else is_specialized() of its
+// numbers with heads.json's relations (a sweep.json written before the field).
+bool run_specialized(const SweepView& v, size_t i);
+// The claim orders of a setting's runs, most frequent first (ties in run order), with their
+// counts; runs without one are left out.
+std::vector<std::pair<std::string, size_t>> claim_orders(const SweepView& v, const Group& g);
 
 // Sweep helpers shared by its sections.
 struct Stats {

@@ -20,7 +20,9 @@ namespace {
 // The page, top to bottom (see report.h on adding a section).
 const SectionSpec<SweepView> kSweepSections[] = {
     {"table", "Results per setting", sweep_table_body},
+    {"grid", "Heat maps over pairs of keys", sweep_grid_body},
     {"seeds", "Every seed", sweep_seeds_body},
+    {"claims", "Order of the first claims", sweep_claims_body},
     {"curves", "Accuracy curves", sweep_curves_body},
     {"specialization", "Head x relation matrix per setting", sweep_specialization_body},
 };

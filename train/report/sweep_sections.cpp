@@ -40,8 +40,19 @@ std::string table_row(const SweepView& v, const Group& g) {
   const Stats nc = stats(field(runs, g.runs, "n_claimed"));
   const Stats ts = stats(field(runs, g.runs, "train_seconds"));
   const std::vector<double> dk = field(runs, g.runs, "d_k");
-  size_t ok = 0;
-  for (size_t i : g.runs) ok += runs[i].value("ok", false) ? 1 : 0;
+  size_t ok = 0, specialized = 0;
+  for (size_t i : g.runs) {
+    ok += runs[i].value("ok", false) ? 1 : 0;
+    specialized += run_specialized(v, i) ? 1 : 0;
+  }
+  const auto orders = claim_orders(v, g);
+  size_t timed = 0;
+  for (const auto& [order, n] : orders) timed += n;
+  const std::string order =
+      orders.empty()       ? std::string("-")
+      : orders.size() == 1 ? fmt::format("{} (all {})", svg::escape(orders[0].first), timed)
+                           : fmt::format("{} ({} of {}; {} orders)", svg::escape(orders[0].first),
+                                         orders[0].second, timed, orders.size());
   const std::string range =
       acc.n ? fmt::format("{:.3f} &ndash; {:.3f}", acc.lo, acc.hi) : std::string("-");
   const std::string steps = s95.n == 0        ? std::string("never")
@@ -52,10 +63,12 @@ std::string table_row(const SweepView& v, const Group& g) {
                                                : fmt::format("{:.0f}&ndash;{:.0f}", nc.lo, nc.hi);
   return fmt::format(
       "<tr><td class=\"l\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{} of "
-      "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+      "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td>"
+      "<td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
       svg::escape(g.label), dk.empty() || dk[0] <= 0 ? "-" : fmt::format("{}", dk[0]), ok,
       g.runs.size(), mean_sd(acc, 3), range, s95.n, ok, steps, mean_sd(sm, 2), mean_sd(sx, 2),
-      claimed, ts.n ? fmt::format("{:.1f}", ts.mean) : "-", seed_links(v, g));
+      claimed, specialized, g.runs.size(), order, ts.n ? fmt::format("{:.1f}", ts.mean) : "-",
+      seed_links(v, g));
 }
 
 svg::LineChartOptions accuracy_chart(std::string title, int width, int height) {
@@ -97,7 +110,8 @@ std::string sweep_table_body(const SweepView& v) {
   std::string table =
       "<table><tr><th class=\"l\">setting</th><th>d_k</th><th>runs</th><th>eval accuracy</th>"
       "<th>min &ndash; max</th><th>reached 95%</th><th>steps to 95%</th><th>s_match</th>"
-      "<th>s_max</th><th>n_claimed</th><th>train s</th><th class=\"l\">run reports</th></tr>";
+      "<th>s_max</th><th>n_claimed</th><th>specialized</th><th class=\"l\">claim order</th>"
+      "<th>train s</th><th class=\"l\">run reports</th></tr>";
   for (const Group& g : v.groups) table += table_row(v, g);
   return lede(
              "Mean &plusmn; sample standard deviation over seeds. Steps to 95%: the first "
@@ -105,7 +119,12 @@ std::string sweep_table_body(const SweepView& v) {
              svg::number(kLearnedAccuracy, 2) +
              " accuracy, over the seeds that got there. s_match: mean over relations of the "
              "attention mass that the best one-to-one assignment of "
-             "relations to heads puts on the gold partners.") +
+             "relations to heads puts on the gold partners. Specialized: eval accuracy at "
+             "least " +
+             svg::number(kLearnedAccuracy, 2) + ", every relation claimed and s_match at least " +
+             svg::number(kSpecializedSMatch, 2) +
+             ". Claim order: the order in which the relations were first claimed "
+             "(\"Order of the first claims\" below), the most common over the seeds.") +
          table + "</table>";
 }
 

@@ -37,6 +37,33 @@ json read_json(const fs::path& path, std::string& error) {
   return nullptr;
 }
 
+// {relation: step or null}, or null without a timeline.
+json claims_json(const std::vector<FirstClaim>& claims) {
+  if (claims.empty()) return nullptr;
+  json out = json::object();
+  for (const FirstClaim& c : claims) out[c.relation] = c.step ? json(*c.step) : json(nullptr);
+  return out;
+}
+
+// "HEAD=100;SEM=150;PREV=never" in the task's order, for the CSV.
+std::string claims_text(const std::vector<FirstClaim>& claims) {
+  std::string out;
+  for (const FirstClaim& c : claims)
+    out += fmt::format("{}{}={}", out.empty() ? "" : ";", c.relation,
+                       c.step ? std::to_string(*c.step) : std::string("never"));
+  return out;
+}
+
+std::vector<FirstClaim> claims_from_json(const json& j) {
+  std::vector<FirstClaim> out;
+  for (const json& c : j) {
+    FirstClaim f{c.at("relation").get<std::string>(), std::nullopt};
+    if (!c.at("step").is_null()) f.step = c.at("step").get<int64_t>();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -70,6 +97,15 @@ SweepOutcome collect_run(const SweepRun& run) {
     out.s_match = spec.value("s_match", 0.0);
     out.s_max = spec.value("s_max", 0.0);
     out.n_claimed = spec.value("n_claimed", int64_t{0});
+    out.relations = heads.value("relations", std::vector<std::string>{});
+    out.specialized =
+        is_specialized(out.eval_accuracy, out.n_claimed, out.relations.size(), out.s_match);
+    try {  // the claims are extra: an unreadable timeline leaves them out, the run stays ok
+      const std::vector<json> timeline = read_jsonl(run.dir / "timeline.jsonl");
+      if (!timeline.empty()) out.first_claims = first_claims(timeline, out.relations);
+    } catch (const Error&) {
+      out.first_claims.clear();
+    }
     try {
       const Config c = load_run_config(run.dir / "config.resolved.toml");
       out.d_k = c.model.head_dim > 0 ? c.model.head_dim : c.model.d_model / c.model.heads;
@@ -103,7 +139,11 @@ json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outco
               {"n_claimed", o.ok ? json(o.n_claimed) : json(nullptr)},
               {"d_k", o.d_k},
               {"dir", rel.generic_string()},
-              {"ok", o.ok}};
+              {"ok", o.ok},
+              {"specialized", o.ok ? json(o.specialized) : json(nullptr)},
+              {"first_claims", claims_json(o.first_claims)},
+              {"claim_order",
+               o.first_claims.empty() ? json(nullptr) : json(claim_order(o.first_claims))}};
     if (!o.ok) r["error"] = o.error;
     runs.push_back(std::move(r));
   }
@@ -116,7 +156,9 @@ json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outco
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes) {
   std::string csv;
   for (const SweepAxis& a : spec.over) csv += csv_field(a.key) + ",";
-  csv += "seed,eval_accuracy,steps_to_95,train_seconds,s_match,s_max,n_claimed,d_k,dir,ok\n";
+  csv +=
+      "seed,eval_accuracy,steps_to_95,train_seconds,s_match,s_max,n_claimed,d_k,dir,ok,"
+      "specialized,claim_order,first_claims\n";
   const json doc = sweep_to_json(spec, outcomes);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const SweepOutcome& o = outcomes[i];
@@ -129,8 +171,10 @@ std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>&
     } else {
       csv += ",,,,,,";
     }
-    csv += fmt::format("{},{},{}\n", o.d_k, csv_field(doc["runs"][i]["dir"].get<std::string>()),
-                       o.ok ? "true" : "false");
+    csv += fmt::format(
+        "{},{},{},{},{},{}\n", o.d_k, csv_field(doc["runs"][i]["dir"].get<std::string>()),
+        o.ok ? "true" : "false", o.ok ? (o.specialized ? "true" : "false") : "",
+        csv_field(claim_order(o.first_claims)), csv_field(claims_text(o.first_claims)));
   }
   return csv;
 }
@@ -179,6 +223,9 @@ void write_sweep(const SweepSpec& spec, const std::vector<SweepOutcome>& outcome
 json run_record(const SweepOutcome& o) {
   std::string error;
   json heads = read_json(o.run.dir / "heads.json", error);
+  json claims_record = json::array();
+  for (const FirstClaim& c : o.first_claims)
+    claims_record.push_back({{"relation", c.relation}, {"step", c.step ? json(*c.step) : json()}});
   return {{"ok", o.ok},
           {"error", o.error},
           {"eval_accuracy", o.eval_accuracy},
@@ -188,6 +235,9 @@ json run_record(const SweepOutcome& o) {
           {"s_max", o.s_max},
           {"n_claimed", o.n_claimed},
           {"d_k", o.d_k},
+          {"relations", o.relations},
+          {"specialized", o.specialized},
+          {"first_claims", claims_record},
           {"metrics", read_jsonl(o.run.dir / "metrics.jsonl")},
           {"heads", std::move(heads)},
           {"has_report", fs::is_regular_file(o.run.dir / "report.html")}};
@@ -205,6 +255,9 @@ SweepOutcome outcome_from_record(const json& r, const SweepRun& run, SweepRunDat
   o.s_max = r.at("s_max").get<double>();
   o.n_claimed = r.at("n_claimed").get<int64_t>();
   o.d_k = r.at("d_k").get<int64_t>();
+  o.relations = r.at("relations").get<std::vector<std::string>>();
+  o.specialized = r.at("specialized").get<bool>();
+  o.first_claims = claims_from_json(r.at("first_claims"));
   data.curves = read_curves(r.at("metrics").get<std::vector<json>>(), {});
   data.heads = r.at("heads");
   data.has_report = r.at("has_report").get<bool>();

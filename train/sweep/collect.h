@@ -10,11 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/report/report.h"
 #include "train/sweep/plan.h"
 
 namespace headlab {
-
-struct SweepRunData;  // train/report/report.h
 
 // What one finished run reports, read from its directory.
 struct SweepOutcome {
@@ -27,20 +26,27 @@ struct SweepOutcome {
   double s_match = 0, s_max = 0;
   int64_t n_claimed = 0;
   int64_t d_k = 0;  // head width of the run's model (model.head_dim or d_model / heads)
+  std::vector<std::string> relations;  // heads.json's, in the task's order
+  bool specialized = false;            // is_specialized (train/report/report.h)
+  // The step each relation is first claimed, from timeline.jsonl (empty without one).
+  std::vector<FirstClaim> first_claims;
 };
 
-// Reads <dir>/summary.json, heads.json, metrics.jsonl and config.resolved.toml. A missing or
+// Reads <dir>/summary.json, heads.json, metrics.jsonl, timeline.jsonl and config.resolved.toml. A
+// missing timeline leaves first_claims empty; a missing or
 // unreadable summary or heads file gives ok = false with the reason (never throws).
 SweepOutcome collect_run(const SweepRun& run);
 
 // The sweep.json document: {"over": [...], "seeds": N, "runs": [{"values": {...}, "seed",
 // "eval_accuracy", "steps_to_95" (or null), "train_seconds", "s_match", "s_max", "n_claimed",
-// "d_k", "dir" (relative to the sweep directory), "ok", "error"}]}. Values are JSON numbers,
-// booleans, arrays or strings as their TOML text parses.
+// "d_k", "dir" (relative to the sweep directory), "ok", "error", "specialized" (or null),
+// "first_claims": {relation: step or null} and "claim_order" (claim_order(); both null without a
+// timeline)}]}. Values are JSON numbers, booleans, arrays or strings as their TOML text parses.
 nlohmann::json sweep_to_json(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
 // The CSV with the same columns (one per --over key, then seed, eval_accuracy, steps_to_95,
-// train_seconds, s_match, s_max, n_claimed, d_k, dir, ok); steps_to_95 is empty when never;
-// values as values (plain_value).
+// train_seconds, s_match, s_max, n_claimed, d_k, dir, ok, specialized, claim_order, first_claims
+// as "HEAD=100;SEM=150;PREV=300" with "never" for a relation never claimed); steps_to_95 is empty
+// when never; values as values (plain_value).
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<SweepOutcome>& outcomes);
 
 // Writes sweep.json, sweep.csv and report.html into out_dir, the report's curves and heads read

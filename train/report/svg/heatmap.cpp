@@ -86,19 +86,28 @@ std::string row_svg(const Layout& l, std::span<const double> values, int r) {
         l.ml - 5, l.text_y(r), l.fs, fill_attr(o.row_label_colors, r), escape(o.row_labels[r]));
   }
   for (int c = 0; c < l.cols; ++c) {
-    const double v = values[static_cast<size_t>(r) * l.cols + c];
+    const size_t i = static_cast<size_t>(r) * l.cols + c;
+    const double v = values[i];
     const double t = (v - o.vmin) / (o.vmax - o.vmin);
+    const std::string title = cell_title(o, l, r, c, v);
+    const bool link = i < o.cell_links.size() && !o.cell_links[i].empty();
+    if (link) out += "<a href=\"" + escape(o.cell_links[i]) + "\" aria-label=\"" + title + "\">";
+    // A linked cell is named by its aria-label alone: a <title> inside it would count as its
+    // text, which then no longer matches the name (axe's label-content-name-mismatch).
     out += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title>"
-        "</rect>",
-        l.ml + c * o.cell, y, o.cell, o.cell, sequential(t), cell_title(o, l, r, c, v));
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"{}\">{}</rect>",
+        l.ml + c * o.cell, y, o.cell, o.cell, sequential(t),
+        link ? std::string() : "<title>" + title + "</title>");
     if (o.show_values) {
+      const std::string text = i < o.cell_texts.size() ? escape(o.cell_texts[i])
+                               : std::isnan(v)         ? escape(o.nan_text)
+                                                       : number(v, o.digits);
       out += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"cv\" text-anchor=\"middle\" "
           "font-size=\"{}\" fill=\"{}\">{}</text>",
-          l.ml + (c + 0.5) * o.cell, l.text_y(r), l.fs, dark(t) ? "#ffffff" : "#000000",
-          std::isnan(v) ? escape(o.nan_text) : number(v, o.digits));
+          l.ml + (c + 0.5) * o.cell, l.text_y(r), l.fs, dark(t) ? "#ffffff" : "#000000", text);
     }
+    if (link) out += "</a>";
   }
   if (r < static_cast<int>(o.row_notes.size()) && !o.row_notes[r].empty()) {
     const std::string color =
@@ -160,7 +169,9 @@ std::string axis_labels(const Layout& l) {
 
 std::string heatmap(int rows, int cols, std::span<const double> values, const HeatmapOptions& o) {
   const Layout l = make_layout(rows, cols, o);
-  std::string out = svg_open(l.w, l.h, o.title);
+  const bool links = std::any_of(o.cell_links.begin(), o.cell_links.end(),
+                                 [](const std::string& s) { return !s.empty(); });
+  std::string out = svg_open(l.w, l.h, o.title, links);
   if (!o.title.empty())
     out += fmt::format("<text x=\"{:.1f}\" y=\"18\" class=\"ct\">{}</text>", 4.0, escape(o.title));
   out += column_labels(l);

@@ -93,6 +93,12 @@ struct HeatmapOptions {
   // What a NaN cell says (it is drawn light grey): "n/a" where a value is undefined rather than
   // unknown.
   std::string nan_text = "-";
+  // Optional text written in each cell ([rows * cols], row-major) instead of its value ("8/10").
+  std::vector<std::string> cell_texts;
+  // Optional link of each cell ([rows * cols], "" = none): the cell is an <a href> whose
+  // aria-label is its tooltip text (then no <title>; the chart becomes a group whose links a
+  // screen reader lists).
+  std::vector<std::string> cell_links;
 };
 
 // values is [rows * cols], row-major. Colour by (v - vmin) / (vmax - vmin).
