@@ -136,7 +136,7 @@ class Encoder : public Module {
   std::vector<std::shared_ptr<EncoderLayer>> layers_;
   std::shared_ptr<SequenceLayer> final_norm_;
   std::shared_ptr<Linear> classifier_;
-  Tensor causal_mask_;       // [T, T] for causal_length_ (rebuilt when T changes)
+  Tensor causal_mask_;  // [T, T] for causal_length_ (rebuilt when T changes)
   int64_t causal_length_ = 0;
 };
 

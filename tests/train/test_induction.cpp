@@ -182,9 +182,9 @@ TEST_CASE("lm head detectors: previous-token, duplicate-token and induction head
     return a.data()[(h * T + t) * T + s];
   };
   for (int64_t t = 0; t < T; ++t) {
-    at(0, t, t == 0 ? 0 : t - 1) = 1.0f;                      // head 0: the previous token
+    at(0, t, t == 0 ? 0 : t - 1) = 1.0f;                            // head 0: the previous token
     for (int64_t s = 0; s <= t; ++s) at(1, t, s) = 1.0f / (t + 1);  // head 1: uniform
-    at(2, t, t == 4 ? 2 : t == 5 ? 3 : 0) = 1.0f;              // head 2: induction, else BOS
+    at(2, t, t == 4 ? 2 : t == 5 ? 3 : 0) = 1.0f;                   // head 2: induction, else BOS
   }
   LmHeadAccumulator acc(1, static_cast<int>(H));
   acc.add({a}, tokens, labels, 1, T);
@@ -216,7 +216,7 @@ TEST_CASE("in-context score: loss late minus loss early, and the loss by positio
   CHECK_THROWS_AS(in_context_score(loss, 32), Error);
   // Logits of 2 sequences of 3 positions, 2 classes; the last position has no label.
   const Tensor logits = Tensor::from({2, 3, 2}, {0, 0, std::log(3.0f), 0, 5, 5,  //
-                                                0, 0, 0, std::log(3.0f), 1, 2});
+                                                 0, 0, 0, std::log(3.0f), 1, 2});
   const std::vector<int32_t> labels = {0, 0, kIgnoreIndex, 1, 0, kIgnoreIndex};
   PositionLossAccumulator p(3);
   p.add(logits, labels);

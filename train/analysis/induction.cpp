@@ -183,8 +183,7 @@ std::vector<std::vector<double>> k_composition(const MultiHeadAttention& lower,
 
 InductionMeasure measure_induction(Encoder& model, const Task& task, const EvalStream& stream,
                                    int64_t batches) {
-  if (!task.next_token())
-    fail("induction scores: task '{}' is not a next-token task", task.name());
+  if (!task.next_token()) fail("induction scores: task '{}' is not a next-token task", task.name());
   struct ModeRestorer {
     Encoder& model;
     bool training;
@@ -202,7 +201,8 @@ InductionMeasure measure_induction(Encoder& model, const Task& task, const EvalS
   for (int64_t i = 0; i < n; ++i) {
     stream.batch(task, i, batch);
     batch.feature_spans(features);
-    const EncoderOutput out = model.forward(features, batch.batch_size, batch.seq_len, nullptr, true);
+    const EncoderOutput out =
+        model.forward(features, batch.batch_size, batch.seq_len, nullptr, true);
     weights.clear();
     for (const Var& w : out.weights) weights.push_back(w.value());
     heads.add(weights, batch.features[0], batch.labels, batch.batch_size, batch.seq_len);

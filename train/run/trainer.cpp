@@ -7,6 +7,7 @@
 #include "layers/encoder.h"
 #include "optim/optimizer.h"
 #include "train/analysis/head_metrics.h"
+#include "train/analysis/induction.h"
 #include "train/distributed/agree.h"
 #include "train/distributed/comm.h"
 #include "train/distributed/share.h"
@@ -17,7 +18,6 @@
 #include "train/run/metrics.h"
 #include "train/run/run_dir.h"
 #include "train/run/timeline.h"
-#include "train/analysis/induction.h"
 
 namespace headlab {
 namespace {
@@ -270,11 +270,10 @@ EvalMetrics Trainer::evaluate_and_record() {
   nlohmann::json row = timeline_row(e, heads.finish());
   if (task().next_token()) {  // the language-model head scores (train/analysis/induction.h)
     const TrainConfig& t = config().train;
-    const EvalStream stream = eval_stream(task(), t.eval_batches, t.eval_batch_size,
-                                          static_cast<uint64_t>(t.eval_seed));
-    row["induction"] =
-        induction_timeline_json(measure_induction(model_.encoder(), task(), stream,
-                                                  t.timeline_batches));
+    const EvalStream stream =
+        eval_stream(task(), t.eval_batches, t.eval_batch_size, static_cast<uint64_t>(t.eval_seed));
+    row["induction"] = induction_timeline_json(
+        measure_induction(model_.encoder(), task(), stream, t.timeline_batches));
   }
   timeline_->write(row);
   return e;

@@ -11,7 +11,8 @@
 namespace headlab {
 
 InductionTask::InductionTask(const InductionOptions& o) : options_(o) {
-  if (o.min_segment < 1) fail("task.min_segment = {} is out of range: expected >= 1", o.min_segment);
+  if (o.min_segment < 1)
+    fail("task.min_segment = {} is out of range: expected >= 1", o.min_segment);
   if (o.max_segment < o.min_segment)
     fail("task.max_segment = {} is below task.min_segment = {}", o.max_segment, o.min_segment);
   if (2 * o.max_segment > o.length - 1)
@@ -61,7 +62,8 @@ void InductionTask::generate_sentences(uint64_t seed, int64_t index, int64_t fir
       out.partners[kInduction][at] = seen < 0 ? kNoPartner : seen + 1;
       seen = static_cast<int32_t>(t);
     }
-    for (int64_t t = 0; t < T; ++t) last[static_cast<size_t>(tokens[static_cast<size_t>(row + t)])] = -1;
+    for (int64_t t = 0; t < T; ++t)
+      last[static_cast<size_t>(tokens[static_cast<size_t>(row + t)])] = -1;
   }
 }
 
@@ -74,15 +76,15 @@ std::string InductionTask::token_string(const std::vector<std::vector<int32_t>>&
 std::unique_ptr<Task> make_induction_task(TaskOptions& o) {
   const InductionOptions defaults;
   InductionOptions d;
-  d.vocab = o.get_int("vocab", defaults.vocab,
-                      OptionSpec::integer(2, 65536).shaped().documented(
-                          "Tokens V (the classes; BOS is id V)."));
-  d.length = o.get_int("length", defaults.length,
-                       OptionSpec::integer(3, 4096).shaped().documented(
-                           "Positions T per sequence, BOS included."));
-  d.min_segment = o.get_int(
-      "min_segment", defaults.min_segment,
-      OptionSpec::integer(1, 2048).documented("Shortest repeated segment L (uniform per sequence)."));
+  d.vocab = o.get_int(
+      "vocab", defaults.vocab,
+      OptionSpec::integer(2, 65536).shaped().documented("Tokens V (the classes; BOS is id V)."));
+  d.length = o.get_int(
+      "length", defaults.length,
+      OptionSpec::integer(3, 4096).shaped().documented("Positions T per sequence, BOS included."));
+  d.min_segment = o.get_int("min_segment", defaults.min_segment,
+                            OptionSpec::integer(1, 2048).documented(
+                                "Shortest repeated segment L (uniform per sequence)."));
   d.max_segment = o.get_int(
       "max_segment", defaults.max_segment,
       OptionSpec::integer(1, 2048).documented("Longest repeated segment L; 2 L <= length - 1."));
