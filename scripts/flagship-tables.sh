@@ -51,3 +51,15 @@ for k in 1 2 3; do
 done
 
 /usr/bin/python3 scripts/flagship_tables.py "$out"
+
+# --- Induction heads (README "Induction heads", docs/analysis.md "Induction heads") -----------
+# 1 layer vs 2 (configs/induction.toml: attention-only, causal), seeds 101..110, none tuned on.
+induction_dir=$out/induction
+if [[ ! -f $induction_dir/sweep.json ]]; then
+  $headlab sweep configs/induction.toml --over model.layers=1,2 --seeds 10 --set train.seed=101 \
+    --out "$induction_dir" --jobs "$jobs" --no-progress >&2
+fi
+echo
+echo "## Induction heads"
+echo
+/usr/bin/python3 scripts/induction_tables.py "$induction_dir"
