@@ -109,12 +109,22 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   if (is_training() && options_.dropout > 0.0f)
     x = dropout(x, options_.dropout, *dropout_rng_, true);
 
+  const Tensor* attn_mask = nullptr;
+  if (options_.causal) {
+    if (causal_length_ != length) {
+      causal_length_ = length;
+      causal_mask_ = Tensor::zeros({length, length});
+      for (int64_t t = 0; t < length; ++t)
+        for (int64_t s = t + 1; s < length; ++s) causal_mask_[t * length + s] = 1.0f;
+    }
+    attn_mask = &causal_mask_;
+  }
   EncoderOutput out;
   if (need_weights) out.weights.reserve(layers_.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     EncoderLayerOutput y;
     try {
-      y = layers_[l]->forward(x, key_padding_mask, nullptr, need_weights);
+      y = layers_[l]->forward(x, key_padding_mask, attn_mask, need_weights);
     } catch (const LayerError& e) {  // named by the block; the encoder adds where the block is
       throw e.within("encoder.layers." + std::to_string(l));
     }

@@ -26,6 +26,10 @@
 //   // dropout: model.dropout_rng().set_position(step, first_sample) before a training forward
 //   // checkpoint: model.state_dict() (dropout masks are keyed, nothing else to save)
 //
+// Causal (options.causal): every layer's attention gets the mask attn_mask[t, s] = (s > t), so
+// that position t reads only positions <= t; hook_scores shows -inf and hook_pattern 0 above the
+// diagonal, on the fused path and the per-head one alike.
+//
 // Hook points (layers/hooks.h): hook_embed (the embeddings with positions, before dropout),
 // blocks.L.* (layers/encoder_layer.h: hook_resid_pre/mid/post, attn.hook_q/k/v/scores/pattern/z,
 // mlp.hook_post), ln_final.* for a final norm that has points. Read them with a Hooks cache and
@@ -62,7 +66,8 @@ struct EncoderOptions {
   int64_t heads = 4;
   int64_t head_dim = 0;  // 0: d_model / heads
   int64_t layers = 1;
-  int64_t d_ff = 128;
+  int64_t d_ff = 128;   // 0: attention-only layers (no feed-forward sublayer; encoder_layer.h)
+  bool causal = false;  // each query sees only keys at or before it (a decoder, next-token tasks)
   int64_t num_classes = 64;
   Activation activation = Activation::relu;
   NormPosition norm = NormPosition::pre;
@@ -131,6 +136,8 @@ class Encoder : public Module {
   std::vector<std::shared_ptr<EncoderLayer>> layers_;
   std::shared_ptr<SequenceLayer> final_norm_;
   std::shared_ptr<Linear> classifier_;
+  Tensor causal_mask_;  // [T, T] for causal_length_ (rebuilt when T changes)
+  int64_t causal_length_ = 0;
 };
 
 }  // namespace headlab

@@ -26,9 +26,11 @@ OptionMap inherited_slot_options(const EncoderLayerOptions& o) {
 
 int64_t EncoderLayer::parameter_count(const EncoderLayerOptions& o) {
   const OptionMap inherited = inherited_slot_options(o);
-  return layer_parameter_count(o.attention_layer, inherited) +
-         layer_parameter_count(o.ffn_layer, inherited) +
-         2 * layer_parameter_count(o.norm_layer, inherited);
+  const int64_t attention = layer_parameter_count(o.attention_layer, inherited) +
+                            layer_parameter_count(o.norm_layer, inherited);
+  if (o.d_ff == 0) return attention;  // attention-only: no ffn, no norm2
+  return attention + layer_parameter_count(o.ffn_layer, inherited) +
+         layer_parameter_count(o.norm_layer, inherited);
 }
 
 EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
@@ -36,6 +38,8 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
     : options_(options),
       dropout_rng_(dropout_rng ? std::move(dropout_rng) : std::make_shared<SampleRng>(0)) {
   check_dropout_p(options.dropout, "encoder_layer: dropout");
+  if (options.d_ff < 0)
+    fail("encoder_layer: d_ff is {} but must be >= 0 (0: attention-only)", options.d_ff);
   check_layer_kind(options.attention_layer.name, LayerKind::attention, "attention",
                    "encoder_layer");
   check_layer_kind(options.ffn_layer.name, LayerKind::feed_forward, "ffn", "encoder_layer");
@@ -49,17 +53,21 @@ EncoderLayer::EncoderLayer(const EncoderLayerOptions& options, Rng& rng,
         "MultiHeadAttention",
         options.attention_layer.name);
   register_module("attn", attn);
-  ffn = register_module("ffn", make_layer(options.ffn_layer, inherited, rng, dropout_rng_));
+  // Attention-only (d_ff = 0) builds no ffn and no norm2, so the init draws of the layers after
+  // it are those of a model without them.
+  if (options.d_ff > 0)
+    ffn = register_module("ffn", make_layer(options.ffn_layer, inherited, rng, dropout_rng_));
   norm1 = register_module("norm1", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
-  norm2 = register_module("norm2", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
+  if (options.d_ff > 0)
+    norm2 = register_module("norm2", make_layer(options.norm_layer, inherited, rng, dropout_rng_));
 }
 
 void EncoderLayer::attach_hooks(Hooks* hooks, const std::string& prefix) {
   Module::attach_hooks(hooks, prefix);  // this block's own points, and children by name
   attn->attach_hooks(hooks, prefix + "attn.");
-  ffn->attach_hooks(hooks, prefix + "mlp.");
+  if (ffn) ffn->attach_hooks(hooks, prefix + "mlp.");
   norm1->attach_hooks(hooks, prefix + "ln1.");
-  norm2->attach_hooks(hooks, prefix + "ln2.");
+  if (norm2) norm2->attach_hooks(hooks, prefix + "ln2.");
 }
 
 LayerError::LayerError(std::string path, std::string layer, std::string message)
@@ -118,6 +126,7 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
     Var n = checked_slot("norm1", norm_name, "norm", in, [&] { return norm1->forward(in); });
     a = attend(n, key_padding_mask, attn_mask, need_weights);
     y = hook("hook_resid_mid", add(in, residual_dropout(a.output)));
+    if (attention_only()) return {hook("hook_resid_post", y), a.weights};
     const Var n2 = checked_slot("norm2", norm_name, "norm", y, [&] { return norm2->forward(y); });
     y = add(y, residual_dropout(
                    checked_slot("ffn", ffn_name, "ffn", n2, [&] { return ffn->forward(n2); })));
@@ -127,6 +136,7 @@ EncoderLayerOutput EncoderLayer::forward(const Var& x, const Tensor* key_padding
     const Var r = residual_dropout(a.output);
     y = hook("hook_resid_mid", checked_slot("norm1", norm_name, "norm", in,
                                             [&] { return norm1->forward_sum(in, r); }));
+    if (attention_only()) return {hook("hook_resid_post", y), a.weights};
     const Var f =
         residual_dropout(checked_slot("ffn", ffn_name, "ffn", y, [&] { return ffn->forward(y); }));
     y = checked_slot("norm2", norm_name, "norm", y, [&] { return norm2->forward_sum(y, f); });

@@ -11,6 +11,9 @@
 // kind norm, each mapping [B, T, d_model] to itself. Each slot's factory sees the
 // values below as inherited options (d_model, heads, head_dim, d_ff, activation, attn_dropout,
 // init) plus the slot's own table.
+// d_ff = 0 makes the layer attention-only (Elhage et al. 2021): no ffn slot and no norm2, the
+// layer is x = x + drop(Attn(N1(x))) (pre) or x = N1(x + drop(Attn(x))) (post), and ffn and
+// norm2 are null; hook_resid_post is then hook_resid_mid's value.
 // Children: "attn", "ffn", "norm1", "norm2". An error inside a slot is a LayerError naming the
 // child and its layer; so is a slot that breaks its contract: an output that is not
 // [B, T, d_model], or (need_weights) attention weights missing or not [B, heads, T, T].
@@ -88,7 +91,7 @@ struct EncoderLayerOptions {
   int64_t d_model = 0;
   int64_t heads = 1;
   int64_t head_dim = 0;
-  int64_t d_ff = 0;
+  int64_t d_ff = 0;  // 0: attention-only (no feed-forward sublayer)
   Activation activation = Activation::relu;
   NormPosition norm = NormPosition::pre;
   float dropout = 0.0f;
@@ -126,9 +129,10 @@ class EncoderLayer : public Module {
   static int64_t parameter_count(const EncoderLayerOptions& options);
 
   std::shared_ptr<MultiHeadAttention> attn;
-  std::shared_ptr<SequenceLayer> ffn;
+  std::shared_ptr<SequenceLayer> ffn;  // null when attention-only (d_ff = 0)
   std::shared_ptr<SequenceLayer> norm1;
-  std::shared_ptr<SequenceLayer> norm2;
+  std::shared_ptr<SequenceLayer> norm2;  // null when attention-only (d_ff = 0)
+  bool attention_only() const { return !ffn; }
 
  private:
   Var residual_dropout(const Var& y);

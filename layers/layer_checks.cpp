@@ -157,6 +157,26 @@ GradcheckResult check_encoder(uint64_t seed, NormPosition norm, PositionKind pos
       model.parameters(), options_for(seed));
 }
 
+// A causal, attention-only (d_ff = 0) encoder of two layers: the next-token models of the
+// induction task. Gradients must not flow from a position into the keys after it.
+GradcheckResult check_causal_attention_only(uint64_t seed) {
+  Rng rng(seed);
+  EncoderOptions opt;
+  opt.vocab_sizes = {5};
+  opt.max_len = 4;
+  opt.d_model = 4;
+  opt.heads = 2;
+  opt.layers = 2;
+  opt.d_ff = 0;
+  opt.causal = true;
+  opt.num_classes = 3;
+  Encoder model(opt, rng);
+  const std::vector<int32_t> ids = {0, 4, 2, 2, 1, 3, 1, 0};
+  const std::span<const int32_t> feats[] = {ids};
+  return gradcheck([&] { return model.forward(feats, 2, 4).logits; }, model.parameters(),
+                   options_for(seed));
+}
+
 GradcheckResult check_feed_forward(uint64_t seed, Activation act, float p) {
   Rng rng(seed);
   auto drop = std::make_shared<SampleRng>(seed + 1);
@@ -316,6 +336,8 @@ std::vector<GradcheckCase> layer_gradcheck_cases() {
   c.push_back(layer_case("encoder", "post-norm, sinusoidal positions, 2 layers", [](uint64_t seed) {
     return check_encoder(seed, NormPosition::post, PositionKind::sinusoidal);
   }));
+  c.push_back(layer_case("encoder", "causal, attention-only (d_ff 0), 2 layers",
+                         check_causal_attention_only));
   for (auto& r : registry_gradcheck_cases()) c.push_back(std::move(r));
   return c;
 }

@@ -203,7 +203,8 @@ TEST_CASE("plugins: headlab info lists what each loaded plugin registered") {
                    "    optimizer lion\n    schedule linear_decay\n") != std::string::npos);
   CHECK(r.out.find("  attention: alibi_attention, multi_head_attention, "
                    "talking_heads_attention\n") != std::string::npos);
-  CHECK(r.out.find("tasks: conllu, dependency, jsonl, mirror\noptimizers: adam, adamw, lion, sgd\n"
+  CHECK(r.out.find("tasks: conllu, dependency, induction, jsonl, mirror\noptimizers: adam, adamw, "
+                   "lion, sgd\n"
                    "schedules: constant, linear_decay, warmup_cosine, warmup_inverse_sqrt\n") !=
         std::string::npos);
 }

@@ -119,7 +119,7 @@ TEST_CASE("train: config values out of range name key, position, value and bound
       {"model", "d_model = 8193", "model.d_model = 8193", "[1, 8192]"},
       {"model", "heads = 257", "model.heads = 257", "[1, 256]"},
       {"model", "layers = 257", "model.layers = 257", "[1, 256]"},
-      {"model", "d_ff = 65537", "model.d_ff = 65537", "[1, 65536]"},
+      {"model", "d_ff = 65537", "model.d_ff = 65537", "[0, 65536]"},
       {"model", "dropout = 1.0", "model.dropout = 1.0", "[0.0, 1.0)"},
       {"model", "attn_dropout = -0.1", "model.attn_dropout = -0.1", "[0.0, 1.0)"},
       {"train", "batch_size = 65537", "train.batch_size = 65537", "[1, 65536]"},

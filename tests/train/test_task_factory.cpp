@@ -106,7 +106,7 @@ TEST_CASE("train: a task registered outside the library is selected by its confi
   CHECK(has_task("test_copy"));
   const auto all = registered_tasks();
   CHECK(std::find(all.begin(), all.end(), "test_copy") != all.end());
-  CHECK(builtin_tasks() == std::vector<std::string>{"conllu", "dependency", "jsonl"});
+  CHECK(builtin_tasks() == std::vector<std::string>{"conllu", "dependency", "induction", "jsonl"});
   const Config c = parse_config("[task]\nname = \"test_copy\"\nvocab = 5\n", "t.toml");
   CHECK(to_toml(c).find("[task]\nname = \"test_copy\"\nvocab = 5\n") != std::string::npos);
   const auto task = make_task(c.task);
@@ -124,7 +124,7 @@ TEST_CASE("train: a task registered outside the library is selected by its confi
   CHECK_THROWS_WITH_AS(parse_config("[task]\nname = \"test_copy\"\ncolours = 4\n", "t.toml"),
                        "t.toml:3:1: unknown key task.colours", Error);
   // configs/README.md documents the library's tasks only.
-  CHECK(config_reference_markdown().find("task.vocab") == std::string::npos);
+  CHECK(config_reference_markdown().find("`task.vocab` (test_copy)") == std::string::npos);
   CHECK(config_reference_markdown().find("task.colours") != std::string::npos);
   CHECK_THROWS_WITH_AS(register_task("test_copy", make_copy_task),
                        doctest::Contains("'test_copy' is already registered"), Error);

@@ -234,6 +234,7 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   res.eval_spread = accuracy_spread(per_batch);
   res.eval_loss = counts.loss();
   measure_attention(hooks, task, set, options.examples, res);
+  if (task.next_token()) res.induction = measure_induction(model, task, stream, res.batches);
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);
   GateEvaluations evals(hooks, set, task);
   evals.record(gates_without(res.layers, res.heads, {}), res.eval);  // all ones

@@ -23,6 +23,8 @@
 //   - activation patching (activation_patching.h): per relation, the fraction of the clean-minus-
 //     corrupted logit difference each head's output restores, and the residual stream's, when
 //     the task makes corrupted copies (Task::corrupt);
+//   - for a next-token task, the previous-token, duplicate-token and induction detectors, the
+//     in-context score and K-composition (train/analysis/induction.h);
 //   - attention maps of the first `examples` sentences of eval batch 0, per layer and head;
 //   - chance baselines beside the scores (train/analysis/baselines.h): per relation the mass of
 //     a uniform head and the argmax accuracy of the best fixed-offset head, the uniform-Y path
@@ -59,6 +61,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +71,7 @@
 #include "train/analysis/baselines.h"
 #include "train/analysis/composition.h"
 #include "train/analysis/head_metrics.h"
+#include "train/analysis/induction.h"
 #include "train/analysis/pruning.h"
 
 namespace headlab {
@@ -134,6 +138,9 @@ struct AnalysisResult {
   ChanceBaselines baselines;                 // over the same counted queries as `metrics`
   AccuracySpread eval_spread;                // per-batch accuracy of the ungated model
   std::vector<BestHead> best_heads;          // [R]
+  // For a next-token task (Task::next_token): the detectors, the in-context score and
+  // K-composition (induction.h), heads.json's "induction".
+  std::optional<InductionMeasure> induction;
 
   const HeadAnalysis& at(int l, int h) const {
     return per_head[static_cast<size_t>(l) * heads + h];

@@ -248,6 +248,7 @@ json analysis_to_json(const AnalysisResult& res) {
                                          ? by_relation(res, res.metrics.relation_queries)
                                          : json::object()}}}};
   add_baselines(res, doc);
+  if (res.induction) doc["induction"] = induction_json(*res.induction);
   return doc;
 }
 

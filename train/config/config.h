@@ -32,7 +32,8 @@ struct ModelConfig {
   int64_t heads = 4;
   int64_t head_dim = 0;  // 0: d_model / heads (then heads must divide d_model)
   int64_t layers = 1;
-  int64_t d_ff = 128;
+  int64_t d_ff = 128;   // 0: attention-only layers
+  bool causal = false;  // causal self-attention
   std::string activation = "relu";
   std::string norm = "pre";
   std::string positions = "learned";

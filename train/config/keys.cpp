@@ -119,9 +119,13 @@ void model_keys(std::vector<Key>& k) {
   k.push_back(
       key_of("model.layers", &C::model, &M::layers).range(1, 256).shapes().doc("Encoder layers."));
   k.push_back(key_of("model.d_ff", &C::model, &M::d_ff)
-                  .range(1, 65536)
+                  .range(0, 65536)
                   .shapes()
-                  .doc("Hidden width of the feed-forward block."));
+                  .doc("Hidden width of the feed-forward block; 0: attention-only layers (no "
+                       "feed-forward sublayer)."));
+  k.push_back(key_of("model.causal", &C::model, &M::causal)
+                  .doc("Causal self-attention: each position attends only to itself and the "
+                       "positions before it."));
   k.push_back(key_of("model.activation", &C::model, &M::activation)
                   .one_of({"relu", "gelu"})
                   .doc("Feed-forward activation (GELU in its exact erf form)."));

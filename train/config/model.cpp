@@ -16,6 +16,7 @@ EncoderOptions encoder_options(const Config& c, const Task& task) {
   o.head_dim = m.head_dim;
   o.layers = m.layers;
   o.d_ff = m.d_ff;
+  o.causal = m.causal;
   o.num_classes = task.num_classes();
   o.activation = parse_activation(m.activation, "model.activation");
   o.norm = parse_norm_position(m.norm, "model.norm");

@@ -47,6 +47,8 @@ std::string table_body(const RunView& v);
 // relation is first claimed (its assigned head's mass > 0.5) and the order of the claims, from
 // timeline.jsonl. A note when the run has no timeline.
 std::string timeline_body(const RunView& v);
+// The phase change of a next-token run from timeline.jsonl's "induction" rows; empty without.
+std::string induction_phase_change(const std::vector<nlohmann::json>& timeline);
 // "pruning": accuracy and component accuracy against heads pruned (heads.json "pruning"), each
 // pruned head marked with the relation it carried, and whether the specialized heads were the
 // last to go. A note when heads.json has no pruning curve.

@@ -192,7 +192,7 @@ std::string timeline_body(const RunView& v) {
              "relation's gold partner (the evaluation sentences, no ablations) into "
              "timeline.jsonl. A relation is claimed once its assigned head puts more than "
              "half of its attention on the partner.") +
-         charts(t) + claims(t);
+         charts(t) + claims(t) + induction_phase_change(f.timeline);
 }
 
 }  // namespace headlab::report_parts

@@ -11,6 +11,11 @@
 //    "assignment": {"PREV": [layer, head], ..},     the heads behind s_match (null: none)
 //    "mass": [[{"PREV": .., "HEAD": .., ..}, ..]]}  mass[layer][head][relation] = M[l, h, r]
 //
+// For a next-token task (Task::next_token) the row also has "induction" (the same evaluation
+// sentences, train.timeline_batches of them): per layer and head the previous-token,
+// duplicate-token and induction detectors, the strongest previous-token and induction heads with
+// their scores, the in-context score and the K-composition matrix (train/analysis/induction.h).
+//
 // A relation counts as claimed at a step when its assigned head has mass > 0.5; the report
 // (train/report/timeline_section.cpp) draws these rows. On --resume the rows after the
 // checkpoint's step are dropped, as metrics.jsonl's are.

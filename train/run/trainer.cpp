@@ -7,6 +7,7 @@
 #include "layers/encoder.h"
 #include "optim/optimizer.h"
 #include "train/analysis/head_metrics.h"
+#include "train/analysis/induction.h"
 #include "train/distributed/agree.h"
 #include "train/distributed/comm.h"
 #include "train/distributed/share.h"
@@ -265,7 +266,16 @@ EvalMetrics Trainer::evaluate_and_record() {
                                static_cast<int>(config().model.heads),
                                static_cast<int>(task().relations().size()), true);
   EvalMetrics e = headlab::evaluate(model_, step_, comm_, &heads);
-  if (timeline_) timeline_->write(timeline_row(e, heads.finish()));
+  if (!timeline_) return e;
+  nlohmann::json row = timeline_row(e, heads.finish());
+  if (task().next_token()) {  // the language-model head scores (train/analysis/induction.h)
+    const TrainConfig& t = config().train;
+    const EvalStream stream =
+        eval_stream(task(), t.eval_batches, t.eval_batch_size, static_cast<uint64_t>(t.eval_seed));
+    row["induction"] = induction_timeline_json(
+        measure_induction(model_.encoder(), task(), stream, t.timeline_batches));
+  }
+  timeline_->write(row);
   return e;
 }
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "train/tasks/conllu.h"
 #include "train/tasks/dependency.h"
+#include "train/tasks/induction.h"
 #include "train/tasks/jsonl.h"
 
 namespace headlab {
@@ -23,7 +24,8 @@ using Registry = std::map<std::string, TaskKind, std::less<>>;
 Registry& registry() {
   static Registry r = {{"dependency", {make_dependency_task, true}},
                        {"conllu", {make_conllu_task, true}},
-                       {"jsonl", {make_jsonl_task, true}}};
+                       {"jsonl", {make_jsonl_task, true}},
+                       {"induction", {make_induction_task, true}}};
   return r;
 }
 

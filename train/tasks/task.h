@@ -127,6 +127,13 @@ class Task {
   virtual std::string token_string(const std::vector<std::vector<int32_t>>& features,
                                    int64_t index) const;
 
+  // Whether the task is next-token prediction: one feature of token ids, each label the id of
+  // the next position's token (label(t) = features[0][t + 1] for t < T - 1; the last position
+  // has none). The analysis then also scores language-model heads (previous-token, duplicate-
+  // token and induction detectors), the in-context learning score and K-composition
+  // (train/analysis/induction.h). False (the default) for a classification task.
+  virtual bool next_token() const { return false; }
+
   // The tables that turn text into ids, for a task that builds them from data (the conllu
   // task's forms, tags and classes): the run directory keeps them (vocab.json,
   // train/run/vocab_file.h) and eval, analyze and resume check that the task rebuilt from the

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The induction table of README.md from a sweep over model.layers (configs/induction.toml).
+
+    python3 scripts/induction_tables.py runs/sweep-induction
+
+Reads each run's timeline.jsonl ("induction" rows, train/analysis/induction.h) and prints one
+markdown row per number of layers. Definitions (docs/analysis.md, "Induction heads"):
+  previous-token head: a layer-0 head whose previous-token score at the end exceeds 0.5;
+  induction head: a head of layer >= 1 whose induction score exceeds 0.5; it "forms" at the
+    first evaluation where one does (a 1-layer model's heads are scored too, as "layer-0
+    induction", which should stay below 0.5);
+  in-context jump: the first evaluation whose in-context score is below half its final value;
+    "within the window" when it lies within WINDOW steps of the formation step.
+"""
+import json
+import pathlib
+import statistics
+import sys
+
+THRESHOLD = 0.5
+WINDOW = 200
+
+
+def rows(run):
+    with open(run / "timeline.jsonl") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def measure(run):
+    tl = rows(run)
+    last = tl[-1]["induction"]
+    layers = len(last["induction"])
+    prev_end = max(last["previous_token"][0])
+    best_induction = lambda r: max(max(l) for l in r["induction"]["induction"][1:]) if layers > 1 \
+        else max(r["induction"]["induction"][0])
+    forms = next((r["step"] for r in tl if best_induction(r) > THRESHOLD), None)
+    final_icl = last["in_context_score"]
+    jump = next((r["step"] for r in tl if r["induction"]["in_context_score"] < final_icl / 2), None)
+    return {
+        "layers": layers,
+        "loss": tl[-1]["loss"],
+        "icl": final_icl,
+        "prev": prev_end,
+        "induction": best_induction(tl[-1]),
+        "forms": forms,
+        "jump": jump,
+        "within": forms is not None and jump is not None and abs(jump - forms) <= WINDOW,
+    }
+
+
+def main(sweep):
+    runs = sorted(p for p in pathlib.Path(sweep).iterdir() if (p / "timeline.jsonl").exists())
+    by_layers = {}
+    for run in runs:
+        m = measure(run)
+        by_layers.setdefault(m["layers"], []).append(m)
+    print("| layers | seeds | eval loss | in-context score | L0 previous-token score (lowest) "
+          "| previous-token head | best induction score (highest) | induction head | forms at step "
+          "| in-context jump at step | jump within 200 steps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for layers, ms in sorted(by_layers.items()):
+        n = len(ms)
+        mean = lambda k: statistics.mean(m[k] for m in ms)
+        formed = [m["forms"] for m in ms if m["forms"] is not None]
+        jumps = [m["jump"] for m in ms if m["jump"] is not None]
+        span = lambda v: "never" if not v else f"{min(v)}-{max(v)}"
+        print(f"| {layers} | {n} | {mean('loss'):.3f} | {mean('icl'):.2f} "
+              f"| {mean('prev'):.2f} ({min(m['prev'] for m in ms):.2f}) "
+              f"| {sum(m['prev'] > THRESHOLD for m in ms)} of {n} "
+              f"| {mean('induction'):.2f} ({max(m['induction'] for m in ms):.2f}) "
+              f"| {len(formed)} of {n} | {span(formed)} | {span(jumps)} "
+              f"| {sum(m['within'] for m in ms)} of {n} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "runs/sweep-induction")

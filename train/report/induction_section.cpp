@@ -1,0 +1,55 @@
+// The phase change of a next-token run (timeline.jsonl's "induction" rows,
+// train/analysis/induction.h), drawn in the run report's timeline section: the loss, the
+// in-context score and the induction head's score against steps, and the step where the head
+// forms (the first evaluation whose best induction score above layer 0 exceeds 0.5).
+
+#include <fmt/format.h>
+
+#include "train/report/parts.h"
+#include "train/report/sections.h"
+
+namespace headlab::report_parts {
+
+std::string induction_phase_change(const std::vector<nlohmann::json>& timeline) {
+  std::vector<double> step, loss, in_context, induction, previous;
+  double forms = -1;
+  for (const nlohmann::json& row : timeline) {
+    if (!row.is_object() || !row.contains("induction") || !row["induction"].is_object()) continue;
+    const nlohmann::json& i = row["induction"];
+    step.push_back(num(row, "step", 0.0));
+    loss.push_back(num(row, "loss", 0.0));
+    in_context.push_back(num(i, "in_context_score", 0.0));
+    induction.push_back(num(i, "induction_score", 0.0));
+    previous.push_back(num(i, "previous_token_score", 0.0));
+    const bool has_head = i.contains("induction_head") && !i["induction_head"].is_null();
+    if (forms < 0 && has_head && induction.back() > 0.5) forms = step.back();
+  }
+  if (step.empty()) return "";
+  std::vector<svg::Series> left = {series("eval loss", "#1f2430", step, loss, false, true),
+                                   series("in-context score", "#b4511f", step, in_context, true)};
+  std::vector<svg::Series> right = {
+      series("induction head's score", "#2f5d9e", step, induction, false, true),
+      series("layer-0 previous-token head's score", "#6b7280", step, previous, true)};
+  svg::LineChartOptions lo = chart("Loss and in-context score", "step", "nats");
+  svg::LineChartOptions ro = chart("The heads' attention scores", "step", "score");
+  ro.y_min = 0.0;
+  ro.y_max = 1.0;
+  ro.reference_y = 0.5;
+  const std::string formed =
+      forms < 0 ? "No head above layer 0 reached an induction score of 0.5: no induction head "
+                  "formed in this run."
+                : fmt::format(
+                      "The induction head forms at step {} (the first evaluation whose "
+                      "best induction score above layer 0 exceeds 0.5).",
+                      forms);
+  return "<h3>Phase change</h3><p>" + formed +
+         " In-context score: the loss late in the sequence minus the loss early (Olsson et al. "
+         "2022); negative when the model uses its context.</p><div class=\"row\">" +
+         figure(svg::line_chart(left, lo), "Eval loss and in-context score at every evaluation.") +
+         figure(svg::line_chart(right, ro),
+                "Induction score: attention on the token after the previous occurrence of the "
+                "current token; dotted line: the formation threshold 0.5.") +
+         "</div>";
+}
+
+}  // namespace headlab::report_parts

@@ -1,0 +1,105 @@
+#include "train/tasks/induction.h"
+
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "train/tasks/registry.h"
+
+namespace headlab {
+
+InductionTask::InductionTask(const InductionOptions& o) : options_(o) {
+  if (o.min_segment < 1)
+    fail("task.min_segment = {} is out of range: expected >= 1", o.min_segment);
+  if (o.max_segment < o.min_segment)
+    fail("task.max_segment = {} is below task.min_segment = {}", o.max_segment, o.min_segment);
+  if (2 * o.max_segment > o.length - 1)
+    fail(
+        "task.max_segment = {} is too long for task.length = {}: both copies must fit after BOS "
+        "(expected max_segment <= {})",
+        o.max_segment, o.length, (o.length - 1) / 2);
+  if (o.vocab < o.length - 1 - o.min_segment)
+    fail(
+        "task.vocab = {} is too small: the fresh tokens of a sequence are distinct, so expected "
+        "vocab >= length - 1 - min_segment = {}",
+        o.vocab, o.length - 1 - o.min_segment);
+  features_ = {{"token", o.vocab + 1}};
+  relations_ = {"PREV_TOKEN", "INDUCTION"};
+}
+
+void InductionTask::generate_sentences(uint64_t seed, int64_t index, int64_t first, int64_t count,
+                                       Batch& out) const {
+  if (count < 1) fail("induction task: batch_size is {} but expected >= 1", count);
+  if (index < 0) fail("induction task: batch index is {} but expected >= 0", index);
+  if (first < 0) fail("induction task: first sentence is {} but expected >= 0", first);
+  const int64_t T = options_.length, V = options_.vocab;
+  out.resize(count, T, 1, 2);
+  std::vector<int32_t> pool(static_cast<size_t>(V));
+  std::vector<int32_t> last(static_cast<size_t>(V + 1), -1);  // last position of each id
+  std::vector<int32_t>& tokens = out.features[0];
+  for (int64_t b = 0; b < count; ++b) {
+    Rng rng = Rng::derive(seed, static_cast<uint64_t>(index), static_cast<uint64_t>(first + b));
+    const int64_t span = options_.max_segment - options_.min_segment + 1;
+    const int64_t L = options_.min_segment + static_cast<int64_t>(rng.below(span));
+    const int64_t fresh = T - 1 - L, prefix = T - 1 - 2 * L;
+    std::iota(pool.begin(), pool.end(), 0);
+    for (int64_t i = 0; i < fresh; ++i)
+      std::swap(pool[static_cast<size_t>(i)],
+                pool[static_cast<size_t>(i + static_cast<int64_t>(rng.below(V - i)))]);
+    const int64_t row = b * T;
+    tokens[static_cast<size_t>(row)] = static_cast<int32_t>(V);  // BOS
+    for (int64_t t = 1; t < T; ++t) {
+      const int64_t k = t - 1 < prefix + L ? t - 1 : t - 1 - L;  // the second copy repeats
+      tokens[static_cast<size_t>(row + t)] = pool[static_cast<size_t>(k)];
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      const auto at = static_cast<size_t>(row + t);
+      out.labels[at] = t + 1 < T ? tokens[at + 1] : kIgnoreIndex;
+      out.partners[kPrevToken][at] = t == 0 ? kNoPartner : static_cast<int32_t>(t - 1);
+      int32_t& seen = last[static_cast<size_t>(tokens[at])];
+      out.partners[kInduction][at] = seen < 0 ? kNoPartner : seen + 1;
+      seen = static_cast<int32_t>(t);
+    }
+    for (int64_t t = 0; t < T; ++t)
+      last[static_cast<size_t>(tokens[static_cast<size_t>(row + t)])] = -1;
+  }
+}
+
+std::string InductionTask::token_string(const std::vector<std::vector<int32_t>>& features,
+                                        int64_t index) const {
+  const int32_t id = features[0][static_cast<size_t>(index)];
+  return id == options_.vocab ? "BOS" : std::to_string(id);
+}
+
+std::unique_ptr<Task> make_induction_task(TaskOptions& o) {
+  const InductionOptions defaults;
+  InductionOptions d;
+  d.vocab = o.get_int(
+      "vocab", defaults.vocab,
+      OptionSpec::integer(2, 65536).shaped().documented("Tokens V (the classes; BOS is id V)."));
+  d.length = o.get_int(
+      "length", defaults.length,
+      OptionSpec::integer(3, 4096).shaped().documented("Positions T per sequence, BOS included."));
+  d.min_segment = o.get_int("min_segment", defaults.min_segment,
+                            OptionSpec::integer(1, 2048).documented(
+                                "Shortest repeated segment L (uniform per sequence)."));
+  d.max_segment = o.get_int(
+      "max_segment", defaults.max_segment,
+      OptionSpec::integer(1, 2048).documented("Longest repeated segment L; 2 L <= length - 1."));
+  // The checks across keys name the key and, when the config gave it, its position.
+  try {
+    return std::make_unique<InductionTask>(d);
+  } catch (const Error& e) {
+    for (const char* key : {"max_segment", "vocab", "min_segment"}) {
+      const std::string message = e.what();
+      const OptionValue* given = o.resolved().find(key);
+      if (message.starts_with(fmt::format("task.{} ", key)) && given && !given->where.empty())
+        throw Error(fmt::format("{}: {}", given->where, message));
+    }
+    throw;
+  }
+}
+
+}  // namespace headlab
