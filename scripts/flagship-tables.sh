@@ -76,7 +76,7 @@ sweep "$out/phase-lr-positions" --over optim.lr=0.0015,0.003,0.006 \
 sweep "$out/fresh-1001" --over model.heads=4 --set train.seed=1001 --seeds "$fresh_seeds"
 tables phase-width-dropout phase-lr-positions levers fresh
 
-# --- Block 3: induction heads (README "Induction heads", docs/analysis.md "Induction heads") -----------
+# --- Block 3: induction heads (README and docs/analysis.md "Induction heads") ---
 # 1 layer vs 2 (configs/induction.toml: attention-only, causal), seeds 101..110, none tuned on.
 induction_dir=$out/induction
 if [[ ! -f $induction_dir/sweep.json ]]; then
