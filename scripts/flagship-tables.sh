@@ -51,3 +51,19 @@ for k in 1 2 3; do
 done
 
 /usr/bin/python3 scripts/flagship_tables.py "$out"
+
+# --- sci-circuits (issue 25 items 3 and 5): composition on untuned seeds, pruning by measure ---
+sweep_with() {  # sweep_with CONFIG DIR ARGS...: as sweep, with its own config
+  local config=$1 dir=$2
+  shift 2
+  if [[ -f $dir/sweep.json ]]; then
+    $headlab sweep "$config" "$@" --out "$dir" --report-only >/dev/null
+  else
+    $headlab sweep "$config" "$@" --out "$dir" --jobs "$jobs" --no-progress >&2
+  fi
+}
+sweep_with configs/composition.toml "$out/composition" --over model.layers=2 --set train.seed=301 --seeds 10
+for measure in mean_ablation patching; do
+  sweep_with configs/dependency.toml "$out/prune-$measure" --over model.heads=4,8 \
+    --set train.pruning_importance=$measure --seeds 10
+done
