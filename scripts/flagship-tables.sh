@@ -87,3 +87,21 @@ echo
 echo "## Induction heads"
 echo
 /usr/bin/python3 scripts/induction_tables.py "$induction_dir"
+
+# --- Block 4: composition on untuned seeds, pruning by measure (docs/analysis.md "One layer
+# vs two, with BEFORE_HEAD" and "Pruning") ---
+# Re-measured into $out; their tables are read from the sweeps' reports (not printed here yet).
+sweep_with() {  # sweep_with CONFIG DIR ARGS...: as sweep, with its own config
+  local config=$1 dir=$2
+  shift 2
+  if [[ -f $dir/sweep.json ]]; then
+    $headlab sweep "$config" "$@" --out "$dir" --report-only >/dev/null
+  else
+    $headlab sweep "$config" "$@" --out "$dir" --jobs "$jobs" --no-progress >&2
+  fi
+}
+sweep_with configs/composition.toml "$out/composition" --over model.layers=2 --set train.seed=301 --seeds 10
+for measure in mean_ablation patching; do
+  sweep_with configs/dependency.toml "$out/prune-$measure" --over model.heads=4,8 \
+    --set train.pruning_importance=$measure --seeds 10
+done

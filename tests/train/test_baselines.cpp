@@ -192,3 +192,48 @@ TEST_CASE("train: a uniform upper head gets its path baseline and is not claimed
   CHECK(padded.finish().baseline({0, 0}, 0) == doctest::Approx((2.0 + 2.0 + 1.0) / 3 / 3));
   CHECK_THROWS_AS(padded.add(attention, partners, counted, std::vector<uint8_t>{0, 1}), Error);
 }
+
+TEST_CASE("train: a path must also beat a uniform lower head to be claimed") {
+  // The lower-head null: X replaced by a head attending uniformly over the visible keys, so Y's
+  // path reaches the partner with mean_i sum_j A_Y[i, j] [p visible] / |visible|. T = 4 without
+  // padding: 1/4 for any Y whose rows sum to 1.
+  constexpr int64_t N = 4;
+  Tensor a0 = Tensor::zeros({1, 1, N, N}), a1 = Tensor::zeros({1, 1, N, N});
+  for (int64_t i = 0; i < N; ++i) {
+    a0.data()[i * N + (i == 0 ? 0 : i - 1)] = 1.0f;  // X: left neighbour
+    a1.data()[i * N + 0] = 0.5f;                     // Y: half on BOS, half on key 3
+    a1.data()[i * N + 3] = 0.5f;
+  }
+  const std::vector<std::vector<int32_t>> partners = {{-1, 0, 2, 2}};
+  const std::vector<uint8_t> counted = {0, 1, 1, 1};
+  const std::vector<Tensor> attention = {a0, a1};
+  PathMassAccumulator acc(2, 1, 1);
+  acc.add(attention, partners, counted);
+  const PathMass p = acc.finish();
+  CHECK(p.lower_baseline({1, 0}, 0) == doctest::Approx(1.0 / N));
+  // Padding key 1: three keys visible, Y's rows all on them; partner 0 and 2 visible.
+  PathMassAccumulator padded(2, 1, 1);
+  padded.add(attention, partners, counted, std::vector<uint8_t>{0, 1, 0, 0});
+  CHECK(padded.finish().lower_baseline({1, 0}, 0) == doctest::Approx(1.0 / 3));
+  // By hand: P = mean over queries 1..3 of 0.5 A_X[0, p] + 0.5 A_X[3, p]: key 0 -> 0, key 3 ->
+  // 2, partners 0, 2, 2: (0.5 + 0.5 + 0.5) / 3 = 0.5; uniform Y: column sums of X / 4 at the
+  // partner (key 0: 2, key 2: 1): (2 + 1 + 1) / 4 / 3 = 1/3.
+  CHECK(p.at({1, 0}, {0, 0}, 0) == doctest::Approx(0.5));
+  CHECK(p.baseline({0, 0}, 0) == doctest::Approx(1.0 / 3));
+
+  // The claim takes the larger null: a path of 0.4 against Y-uniform 0.1 is claimed with a
+  // lower-head null of 0.25 (0.4 > 0.35) and not with 0.35 (0.4 < 0.45).
+  PathMass hand{2, 1, 1, std::vector<double>(4, 0.0), {0.1, 0.0}, {0.0, 0.25}};
+  hand.values[(1 * 2 + 0) * 1] = 0.4;  // P[Y = (1, 0), X = (0, 0)]
+  const HeadRelationMatrix base(2, 1, 1);
+  const std::vector<HeadRelationMatrix> ablated(1, base);
+  std::vector<HeadComposition> c = compositions(base, hand, ablated);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].path_mass == doctest::Approx(0.4));
+  CHECK(c[0].path_mass_baseline == doctest::Approx(0.1));
+  CHECK(c[0].path_mass_lower_baseline == doctest::Approx(0.25));
+  CHECK(c[0].claimed);
+  hand.uniform_lower[1] = 0.35;
+  c = compositions(base, hand, ablated);
+  CHECK_FALSE(c[0].claimed);
+}

@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "tests/train/analysis_test_util.h"
+#include "train/analysis/activation_patching.h"
 #include "train/analysis/analysis.h"
 #include "train/analysis/composition.h"
 #include "train/analysis/eval_set.h"
@@ -394,4 +397,65 @@ TEST_CASE("train: ablation and importance through hook_z equal the layer's own g
     differs = differs || r.at(0, h).mean_ablation_accuracy != r.at(0, h).ablation_accuracy;
   }
   CHECK(differs);
+}
+
+TEST_CASE("train: pruning by mean ablation and by patching on a hand-built model") {
+  // The hand-built model: head 0 attends BOS from every query, so its output is the same on
+  // every token and equals its mean, and it is the same in a clean and a corrupted sentence;
+  // heads 2 and 3 write through zero W_o columns; only head 1 (each word's SEM partner) moves
+  // with the input. (The classifier is untrained, so whether head 1 helps the loss is chance.)
+  for (const char* measure : {"mean_ablation", "patching"}) {
+    CAPTURE(measure);
+    TempDir dir("headlab-prune-measure");
+    const std::vector<std::string> sets = {std::string("train.pruning_importance=") + measure};
+    const Config config = parse_config(kHandBuilt, "hand.toml", sets);
+    Trainer trainer(config, dir.path / "run");
+    build_heads(trainer.model());
+    const AnalysisResult r = analyze(trainer.model(), trainer.task(), config);
+    CHECK(pruning_importance_name(r.pruning_importance) == measure);
+    CHECK(analysis_to_json(r)["pruning_importance"] == measure);
+    REQUIRE(r.pruning.size() == 4);
+    if (std::string(measure) == "patching") {
+      // One ranking for the whole curve: the heads go in ascending order of the unpruned
+      // model's summed |restored|.
+      const std::vector<double> scores = patching_importance(r.patching, 4);
+      for (size_t k = 2; k < r.pruning.size(); ++k) {
+        const HeadRef a = r.pruning[k - 1].pruned, b = r.pruning[k].pruned;
+        CHECK(scores[a.head] <= scores[b.head]);
+      }
+      continue;
+    }
+    // Mean ablation of heads 0, 2 and 3 changes no prediction: every step before head 1 goes
+    // keeps the full model's accuracy.
+    for (size_t k = 1; k < r.pruning.size() && !(r.pruning[k].pruned == HeadRef{0, 1}); ++k) {
+      CAPTURE(k);
+      CHECK(r.pruning[k].accuracy.accuracy == doctest::Approx(r.eval.accuracy).epsilon(1e-9));
+    }
+  }
+  // The default stays Michel et al.'s gradient.
+  const Config plain = parse_config(kHandBuilt, "hand.toml");
+  CHECK(pruning_importance_from_name(plain.train.pruning_importance) ==
+        PruningImportance::gradient);
+  CHECK_THROWS_AS(pruning_importance_from_name("entropy"), Error);
+  CHECK_THROWS_AS(parse_config(kHandBuilt, "hand.toml",
+                               std::vector<std::string>{"train.pruning_importance=entropy"}),
+                  Error);
+}
+
+TEST_CASE("train: patching importance sums |restored| over relations") {
+  PatchingMap map;
+  CHECK(patching_importance(map, 3) == std::vector<double>{0.0, 0.0, 0.0});  // not measured
+  map.available = true;
+  map.heads = {{0.5, std::nullopt, -0.25}, {0.25, 0.125, 1.0}};
+  CHECK(patching_importance(map, 3) == std::vector<double>{0.75, 0.125, 1.25});
+  // A ranking by these scores: the least restoring head goes first, and stays the order.
+  const std::vector<double> scores = patching_importance(map, 3);
+  const auto fixed = [&](const Gates&, bool want) {
+    return GateMeasure{LabelAccuracy{1.0, {1.0}, 1}, want ? scores : std::vector<double>{}};
+  };
+  const std::vector<PruningStep> curve =
+      iterative_pruning(1, 3, GateMeasure{LabelAccuracy{1.0, {1.0}, 1}, scores}, fixed, false);
+  CHECK(curve[1].pruned == HeadRef{0, 1});
+  CHECK(curve[2].pruned == HeadRef{0, 0});
+  CHECK_THROWS_AS(patching_importance(map, 2), Error);
 }

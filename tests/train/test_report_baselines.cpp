@@ -92,6 +92,7 @@ json entry(int h, int x, double path_mass, double baseline, bool claimed) {
           {"composes_with", {0, x}},
           {"path_mass", path_mass},
           {"path_mass_baseline", baseline},
+          {"path_mass_lower_baseline", 0.05},
           {"claimed", claimed},
           {"mass", 0.02},
           {"sources", json::array()}};
@@ -152,11 +153,12 @@ TEST_CASE("train: composition is claimed only above chance, in the section and t
                         entry(2, 2, 0.3, 0.25, false)};
   std::string html = report(dir.path, doc);
   std::string s = section(html, "composition");
-  CHECK(s.find("<th>chance: Y uniform</th><th>above chance</th>") != std::string::npos);
-  CHECK(s.find("<td>0.850</td><td>0.020</td><td>-</td><td>0.300</td><td>yes</td>") !=
+  CHECK(s.find("<th>chance: Y uniform</th><th>chance: X uniform</th><th>above chance</th>") !=
         std::string::npos);
-  CHECK(s.find("<td>0.227</td><td>no (chance)</td>") != std::string::npos);
-  CHECK(s.find("exceeds that by more than 0.10") != std::string::npos);
+  CHECK(s.find("<td>0.850</td><td>0.020</td><td>-</td><td>0.300</td><td>0.050</td><td>yes</td>") !=
+        std::string::npos);
+  CHECK(s.find("<td>0.227</td><td>0.050</td><td>no (chance)</td>") != std::string::npos);
+  CHECK(s.find("exceeds both by more than 0.10") != std::string::npos);
   CHECK(s.find("No composition above chance") == std::string::npos);
   CHECK(html.find(" Composition above chance: L1H0 via L0H1 (SEM 0.85, chance 0.30).</p>") !=
         std::string::npos);
@@ -165,14 +167,15 @@ TEST_CASE("train: composition is claimed only above chance, in the section and t
   doc["composition"] = {entry(0, 1, 0.3, 0.25, false), entry(1, 0, 0.227, 0.227, false)};
   html = report(dir.path, doc);
   s = section(html, "composition");
-  CHECK(s.find("No composition above chance: no head's strongest path exceeds its uniform-Y "
-               "baseline by more than 0.10.") != std::string::npos);
+  CHECK(s.find("No composition above chance: no head's strongest path exceeds its uniform-Y and "
+               "uniform-X baselines by more than 0.10.") != std::string::npos);
   CHECK(s.find("<path d=") == std::string::npos);
   CHECK(html.find(" No composition above chance.</p>") != std::string::npos);
 
   // An older heads.json: entries without baselines keep the old table and say nothing of chance.
   for (json& e : doc["composition"]) {
     e.erase("path_mass_baseline");
+    e.erase("path_mass_lower_baseline");
     e.erase("claimed");
   }
   html = report(dir.path, doc);

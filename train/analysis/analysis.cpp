@@ -176,10 +176,11 @@ void measure_importance(AnalysisHooks& hooks, const Task& task, const EvalSet& s
   }
 }
 
-// The pruning curve (pruning.h) with this model's gates and the eval set, starting from the
-// accuracy and importance already measured (res.eval, measure_importance); gates back at ones.
-std::vector<PruningStep> prune(AnalysisHooks& hooks, const Task& task, const EvalSet& set,
-                               GateEvaluations& evals, const AnalysisResult& res) {
+// The pruning curve (pruning.h) by |dL/dg|, starting from the accuracy and importance already
+// measured (res.eval, measure_importance); gates back at ones.
+std::vector<PruningStep> prune_by_gradient(AnalysisHooks& hooks, const Task& task,
+                                           const EvalSet& set, GateEvaluations& evals,
+                                           const AnalysisResult& res) {
   using Gates = std::vector<std::vector<float>>;
   GateMeasure unpruned{res.eval, {}};
   for (const HeadAnalysis& h : res.per_head) unpruned.importance.push_back(h.importance_raw);
@@ -194,6 +195,57 @@ std::vector<PruningStep> prune(AnalysisHooks& hooks, const Task& task, const Eva
   };
   std::vector<PruningStep> curve = iterative_pruning(
       static_cast<int>(hooks.layers()), static_cast<int>(hooks.heads()), unpruned, measure);
+  hooks.reset();
+  return curve;
+}
+
+// The pruning curve by mean ablation: with the heads of `g` replaced by their mean outputs, each
+// remaining head's importance is the loss with it replaced too, minus the loss without. Needs
+// the hooks' means (set_means); gates back at ones, zero ablation.
+std::vector<PruningStep> prune_by_mean_ablation(AnalysisHooks& hooks, const Task& task,
+                                                const EvalSet& set) {
+  using Gates = std::vector<std::vector<float>>;
+  const auto measure = [&](const Gates& g, bool importance) {
+    hooks.set_ablation(Ablation::mean);
+    hooks.set(g);
+    const EvalCounts now = evaluate(hooks.model(), set, task);
+    GateMeasure out{label_accuracy(now), {}};
+    if (!importance) return out;
+    for (size_t l = 0; l < g.size(); ++l) {
+      for (size_t h = 0; h < g[l].size(); ++h) {
+        if (g[l][h] == 0.0f) {
+          out.importance.push_back(0.0);  // pruned already: not ranked
+          continue;
+        }
+        Gates without = g;
+        without[l][h] = 0.0f;
+        hooks.set(without);
+        out.importance.push_back(evaluate(hooks.model(), set, task).loss() - now.loss());
+      }
+    }
+    return out;
+  };
+  const Gates ones(static_cast<size_t>(hooks.layers()),
+                   std::vector<float>(static_cast<size_t>(hooks.heads()), 1.0f));
+  std::vector<PruningStep> curve =
+      iterative_pruning(static_cast<int>(hooks.layers()), static_cast<int>(hooks.heads()),
+                        measure(ones, true), measure, /*normalise=*/false);
+  hooks.reset();
+  return curve;
+}
+
+// The pruning curve in the order of the unpruned model's patching: per head the sum over
+// relations of |restored| (undefined counts 0), the least first; the pruned heads zeroed.
+std::vector<PruningStep> prune_by_patching(AnalysisHooks& hooks, GateEvaluations& evals,
+                                           const AnalysisResult& res) {
+  using Gates = std::vector<std::vector<float>>;
+  const std::vector<double> scores = patching_importance(res.patching, res.layers * res.heads);
+  const auto measure = [&](const Gates& g, bool importance) {
+    return GateMeasure{evals.accuracy(g), importance ? scores : std::vector<double>{}};
+  };
+  std::vector<PruningStep> curve =
+      iterative_pruning(res.layers, res.heads, GateMeasure{res.eval, scores}, measure,
+                        /*normalise=*/false);
   hooks.reset();
   return curve;
 }
@@ -244,13 +296,24 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   ablate_heads(hooks, evals, mean_evals, res);
   ablate_groups(hooks, evals, options.group_min_mass, res);
   measure_importance(hooks, task, set, res);
-  res.pruning = prune(hooks, task, set, evals, res);
   res.composition = compose(hooks, set, res);
   // The corruptions' own stream: the evaluation seed's sentences drawn again with another key.
   const uint64_t patch_seed =
       static_cast<uint64_t>(res.seed) * 0x9E3779B97F4A7C15ull + 0x7061746368;
   res.patching =
       activation_patching(hooks, task, set, static_cast<int>(res.relations.size()), patch_seed);
+  res.pruning_importance = pruning_importance_from_name(config.train.pruning_importance);
+  switch (res.pruning_importance) {
+    case PruningImportance::gradient:
+      res.pruning = prune_by_gradient(hooks, task, set, evals, res);
+      break;
+    case PruningImportance::mean_ablation:
+      res.pruning = prune_by_mean_ablation(hooks, task, set);
+      break;
+    case PruningImportance::patching:
+      res.pruning = prune_by_patching(hooks, evals, res);
+      break;
+  }
   return res;
 }
 

@@ -16,7 +16,8 @@
 //   - relation-group ablation: for each relation r, every head whose largest mass is on r and
 //     above 0.3 gated off together; the R x R drop in component accuracy;
 //   - the pruning curve: heads removed one at a time, least important first, importance
-//     recomputed after each removal (train/analysis/pruning.h);
+//     recomputed after each removal (train/analysis/pruning.h); importance is |dL/dg|, the loss
+//     rise under mean ablation or the patching map's, as train.pruning_importance says;
 //   - with two or more layers, composition: for each head of layer >= 1, the head below it
 //     whose attention it continues (two-step paths) and the mass it loses without each lower
 //     head (train/analysis/composition.h);
@@ -131,7 +132,8 @@ struct AnalysisResult {
   int64_t set_sentences = 0;  // the task's evaluation set, read in order; 0: the seeded stream
   int64_t step = -1;          // AnalysisOptions::step
   AttentionExamples examples;
-  std::vector<PruningStep> pruning;          // heads_pruned 0 .. L*H - 1
+  std::vector<PruningStep> pruning;                                    // heads_pruned 0 .. L*H - 1
+  PruningImportance pruning_importance = PruningImportance::gradient;  // train.pruning_importance
   PathMass paths;                            // two-step paths (layers >= 2)
   std::vector<HeadComposition> composition;  // heads of layers >= 1
   PatchingMap patching;                      // activation patching (activation_patching.h)

@@ -11,7 +11,11 @@ PathMassAccumulator::PathMassAccumulator(int layers, int heads, int relations) {
     fail("path mass: layers, heads and relations must be positive but are {}, {}, {}", layers,
          heads, relations);
   const size_t n = static_cast<size_t>(layers) * heads;
-  sum_ = {layers, heads, relations, std::vector<double>(n * n * relations, 0.0),
+  sum_ = {layers,
+          heads,
+          relations,
+          std::vector<double>(n * n * relations, 0.0),
+          std::vector<double>(n * relations, 0.0),
           std::vector<double>(n * relations, 0.0)};
   relation_queries_.assign(static_cast<size_t>(relations), 0);
 }
@@ -27,8 +31,17 @@ void PathMassAccumulator::add(std::span<const Tensor> attention,
   if (!key_padding.empty() && key_padding.size() != static_cast<size_t>(B * T))
     fail("path mass: key padding has {} entries but expected B*T = {}", key_padding.size(), B * T);
   std::vector<double> column(static_cast<size_t>(T));
+  std::vector<uint8_t> visible(static_cast<size_t>(T), 1);
   for (int64_t b = 0; b < B; ++b) {
     add_uniform(attention, partners, counted, key_padding, b, column);
+    int64_t seen = T;  // keys of sequence b a uniform lower head spreads over
+    if (!key_padding.empty()) {
+      seen = 0;
+      for (int64_t j = 0; j < T; ++j) {
+        visible[j] = key_padding[static_cast<size_t>(b * T + j)] == 0 ? 1 : 0;
+        seen += visible[j];
+      }
+    }
     for (int64_t i = 0; i < T; ++i) {
       const size_t q = static_cast<size_t>(b * T + i);
       if (!counted[q]) continue;
@@ -37,6 +50,14 @@ void PathMassAccumulator::add(std::span<const Tensor> attention,
       for (int l2 = 1; l2 < L; ++l2) {
         for (int h2 = 0; h2 < H; ++h2) {
           const float* y = attention[l2].data() + ((b * H + h2) * T + i) * T;  // A_Y[i, :]
+          double* lower = &sum_.uniform_lower[static_cast<size_t>(l2 * H + h2) * R];
+          double y_on_visible = 0.0;  // sum_j A_Y[i, j] over the keys a uniform X sits on
+          for (int64_t j = 0; j < T; ++j) y_on_visible += visible[j] ? y[j] : 0.0;
+          for (int r = 0; r < R; ++r) {
+            const int32_t p = partners[r][q];
+            if (p >= 0 && seen > 0 && visible[p])
+              lower[r] += y_on_visible / static_cast<double>(seen);
+          }
           for (int l1 = 0; l1 < l2; ++l1) {
             for (int h1 = 0; h1 < H; ++h1) {
               const float* x = attention[l1].data() + (b * H + h1) * T * T;  // A_X[:, :]
@@ -103,6 +124,7 @@ PathMass PathMassAccumulator::finish() const {
       inv[r] = 1.0 / static_cast<double>(relation_queries_[r]);
   for (size_t k = 0; k < out.values.size(); ++k) out.values[k] *= inv[k % R];
   for (size_t k = 0; k < out.uniform.size(); ++k) out.uniform[k] *= inv[k % R];
+  for (size_t k = 0; k < out.uniform_lower.size(); ++k) out.uniform_lower[k] *= inv[k % R];
   return out;
 }
 
@@ -134,7 +156,9 @@ std::vector<HeadComposition> compositions(const HeadRelationMatrix& base, const 
           }
       c.mass = base.at(l, h, c.relation);
       c.path_mass_baseline = paths.baseline(c.composes_with, c.relation);
-      c.claimed = c.path_mass > c.path_mass_baseline + kCompositionMargin;
+      c.path_mass_lower_baseline = paths.lower_baseline(c.head, c.relation);
+      c.claimed = c.path_mass >
+                  std::max(c.path_mass_baseline, c.path_mass_lower_baseline) + kCompositionMargin;
       for (int k = 0; k < l * H; ++k) {
         const HeadRef x{k / H, k % H};
         c.sources.push_back({x, paths.at(c.head, x, c.relation), ablated[k].at(l, h, c.relation),

@@ -17,8 +17,11 @@
 // Chance: a uniform upper head reaches the partner too, through whatever X puts on it. The
 // baseline of a path replaces Y by a head attending uniformly over the keys query i can see,
 //   P_uniform[X, r] = mean_i sum_{j visible(i)} (1 / |visible(i)|) A_X[j, p_r(i)]
-// (the same for every Y above X), and composition is claimed only when P exceeds it by
-// kCompositionMargin (docs/analysis.md, "Baselines").
+// (the same for every Y above X). The other null replaces X, the lower head, by a uniform head:
+//   P_uniform_lower[Y, r] = mean_i sum_j A_Y[i, j] [p_r(i) visible] / |visible|
+// (1/T without padding: Y's path then reaches the partner no better than a uniform head does).
+// Composition is claimed only when P exceeds both by kCompositionMargin (docs/analysis.md,
+// "Baselines").
 
 #include <cstdint>
 #include <span>
@@ -39,8 +42,9 @@ inline constexpr double kCompositionMargin = 0.1;
 // P[Y, X, r] for every pair of heads with X in a lower layer than Y; 0 elsewhere.
 struct PathMass {
   int layers = 0, heads = 0, relations = 0;
-  std::vector<double> values;   // [(L*H) * (L*H) * R]: index (y * L*H + x) * R + r
-  std::vector<double> uniform;  // [(L*H) * R]: P_uniform[X, r], index x * R + r (X below L-1)
+  std::vector<double> values;         // [(L*H) * (L*H) * R]: index (y * L*H + x) * R + r
+  std::vector<double> uniform;        // [(L*H) * R]: P_uniform[X, r], index x * R + r (X below L-1)
+  std::vector<double> uniform_lower;  // [(L*H) * R]: P_uniform_lower[Y, r], index y * R + r
 
   double at(HeadRef y, HeadRef x, int r) const {
     const size_t n = static_cast<size_t>(layers) * heads;
@@ -50,6 +54,11 @@ struct PathMass {
   double baseline(HeadRef x, int r) const {
     const size_t k = static_cast<size_t>(x.layer * heads + x.head) * relations + r;
     return k < uniform.size() ? uniform[k] : 0.0;
+  }
+  // P_uniform_lower[Y, r]; 0 when not measured.
+  double lower_baseline(HeadRef y, int r) const {
+    const size_t k = static_cast<size_t>(y.layer * heads + y.head) * relations + r;
+    return k < uniform_lower.size() ? uniform_lower[k] : 0.0;
   }
 };
 
@@ -81,12 +90,14 @@ struct CompositionSource {
 };
 
 struct HeadComposition {
-  HeadRef head;                            // Y
-  int relation = -1;                       // r of Y's strongest path
-  HeadRef composes_with;                   // X of that path
-  double path_mass = 0.0;                  // P[Y, X, r]
-  double path_mass_baseline = 0.0;         // P_uniform[X, r]
-  bool claimed = false;                    // path_mass > path_mass_baseline + kCompositionMargin
+  HeadRef head;                           // Y
+  int relation = -1;                      // r of Y's strongest path
+  HeadRef composes_with;                  // X of that path
+  double path_mass = 0.0;                 // P[Y, X, r]
+  double path_mass_baseline = 0.0;        // P_uniform[X, r]
+  double path_mass_lower_baseline = 0.0;  // P_uniform_lower[Y, r]
+  // path_mass > max(path_mass_baseline, path_mass_lower_baseline) + kCompositionMargin
+  bool claimed = false;
   double mass = 0.0;                       // M[Y, r]: Y alone, one step
   std::vector<CompositionSource> sources;  // every head of the layers below Y, layer-major
 };

@@ -139,6 +139,7 @@ json composition_json(const AnalysisResult& res) {
                    {"composes_with", head_ref(c.composes_with)},
                    {"path_mass", c.path_mass},
                    {"path_mass_baseline", c.path_mass_baseline},
+                   {"path_mass_lower_baseline", c.path_mass_lower_baseline},
                    {"claimed", c.claimed},
                    {"mass", c.mass},
                    {"sources", sources}});
@@ -234,6 +235,7 @@ json analysis_to_json(const AnalysisResult& res) {
               {"relation_groups", groups},
               {"group_ablation_drop", drops},
               {"pruning", pruning_json(res)},
+              {"pruning_importance", pruning_importance_name(res.pruning_importance)},
               {"composition", composition_json(res)},
               {"patching", patching_json(res)},
               {"eval",

@@ -70,6 +70,8 @@ struct TrainConfig {
   int64_t keep_checkpoints = 3;
   bool timeline = true;          // head masses at every evaluation, into timeline.jsonl
   int64_t timeline_batches = 2;  // of the evaluation batches, measured for the timeline; 0: all
+  // What ranks heads for the analysis' pruning curve (train/analysis/pruning.h).
+  std::string pruning_importance = "gradient";
 };
 
 struct RuntimeConfig {

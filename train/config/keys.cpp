@@ -289,6 +289,13 @@ void train_keys(std::vector<Key>& k) {
                   .is(KeyClass::cadence)
                   .doc("The timeline's masses come from the first this many evaluation batches "
                        "(0: all of them); accuracy and loss always from all."));
+  k.push_back(
+      key_of("train.pruning_importance", &C::train, &R::pruning_importance)
+          .one_of({"gradient", "mean_ablation", "patching"})
+          .is(KeyClass::cadence)
+          .doc("What ranks the heads in the analysis' pruning curve: the gate gradient (Michel et "
+               "al.), the loss rise under mean ablation, or the activation patching map "
+               "(docs/analysis.md, \"Pruning\")."));
 }
 
 void runtime_keys(std::vector<Key>& k) {

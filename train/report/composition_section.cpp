@@ -18,8 +18,9 @@ struct Entry {
   int head = -1, source = -1;  // Y and X as l * H + h
   int relation = -1;
   double path_mass = NAN, mass = NAN, ablated_mass = NAN;  // ablated: Y's mass without X
-  double baseline = NAN;  // the path's mass with Y uniform; NaN in a heads.json without it
-  int claimed = -1;       // 1 above chance by the margin, 0 not, -1 unknown (older heads.json)
+  double baseline = NAN;        // the path's mass with Y uniform; NaN in a heads.json without it
+  double lower_baseline = NAN;  // Y's path mass with X uniform; NaN in an older heads.json
+  int claimed = -1;  // 1 above chance by the margin, 0 not, -1 unknown (older heads.json)
 };
 
 int head_index(const Heads& h, const json& layer, const json& head) {
@@ -42,6 +43,7 @@ std::vector<Entry> read_entries(const json& doc, const Heads& h) {
     e.path_mass = num(c, "path_mass");
     e.mass = num(c, "mass");
     e.baseline = num(c, "path_mass_baseline");
+    e.lower_baseline = num(c, "path_mass_lower_baseline");
     const json claimed = c.value("claimed", json());
     if (claimed.is_boolean()) e.claimed = claimed.get<bool>() ? 1 : 0;
     for (const json& s : c.value("sources", json::array()))
@@ -70,15 +72,18 @@ std::string table(const Heads& h, const std::vector<Entry>& entries) {
         h.label[e.source], svg::number(e.path_mass, 3), svg::number(e.mass, 3),
         svg::number(e.ablated_mass, 3));
     if (chance)
-      rows += fmt::format("<td>{}</td><td>{}</td>", svg::number(e.baseline, 3),
+      rows += fmt::format("<td>{}</td><td>{}</td><td>{}</td>", svg::number(e.baseline, 3),
+                          svg::number(e.lower_baseline, 3),
                           e.claimed > 0 ? "yes" : (e.claimed == 0 ? "no (chance)" : "-"));
     rows += "</tr>";
   }
   return "<table><tr><th class=\"l\">head Y</th><th class=\"l\">relation of its strongest "
          "path</th><th class=\"l\">composes with X</th><th>path mass Y\u2192X</th><th>Y's own "
          "mass</th><th>Y's mass, X gated off</th>" +
-         std::string(chance ? "<th>chance: Y uniform</th><th>above chance</th>" : "") + "</tr>" +
-         rows + "</table>";
+         std::string(chance ? "<th>chance: Y uniform</th><th>chance: X uniform</th><th>above "
+                              "chance</th>"
+                            : "") +
+         "</tr>" + rows + "</table>";
 }
 
 // A[e, l, h, i, j] of attention.npy.
@@ -201,16 +206,16 @@ std::string composition_body(const RunView& v) {
   const double margin = num(baselines, "composition_margin", 0.1);
   const std::string chance_text =
       chance ? fmt::format(
-                   " Chance is the same path with Y replaced by a head attending uniformly over "
-                   "the visible keys; a path is composition only when its mass exceeds that by "
-                   "more than {}.",
+                   " Chance is the same path with Y, or else X, replaced by a head attending "
+                   "uniformly over the visible keys; a path is composition only when its mass "
+                   "exceeds both by more than {}.",
                    svg::number(margin, 2))
              : "";
   const std::string shown_html =
       shown ? examples(f, h, *shown)
             : fmt::format(
                   "<p class=\"note\">No composition above chance: no head's strongest "
-                  "path exceeds its uniform-Y baseline by more than {}.</p>",
+                  "path exceeds its uniform-Y and uniform-X baselines by more than {}.</p>",
                   svg::number(margin, 2));
   return lede(
              "Two-step paths: the mass P[Y, X, r] = mean_i sum_j A_Y[i, j] A_X[j, p_r(i)] that "
