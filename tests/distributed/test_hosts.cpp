@@ -109,7 +109,9 @@ TEST_CASE("dist: hosts: a run killed on three hosts resumes from rank 0's host, 
                                     "-x",
                                     std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM,
                                     "-x",
-                                    "HEADLAB_KILL_AT=rename:9"};
+                                    "HEADLAB_KILL_AT=rename:9",
+                                    "-x",
+                                    "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")};
   for (const std::string& a : train_args(run, sets)) crash.push_back(a);
   crash.insert(crash.end(), {":", "-np", "2"});
   for (const std::string& a : train_args(run, sets)) crash.push_back(a);

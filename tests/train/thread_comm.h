@@ -56,7 +56,7 @@ class ThreadComm final : public Comm {
   void recv(int from, std::span<std::byte> data) override {
     const std::vector<std::byte> m = boxes_.take(from, rank_);
     if (m.size() != data.size()) throw std::runtime_error("ThreadComm: message size differs");
-    std::memcpy(data.data(), m.data(), m.size());
+    if (!m.empty()) std::memcpy(data.data(), m.data(), m.size());  // an empty span may be null
   }
   void broadcast(int root, std::span<std::byte> data) override {
     if (rank_ == root) {
@@ -71,9 +71,9 @@ class ThreadComm final : public Comm {
       if (r != rank_) send(r, mine);
     for (int r = 0; r < size_; ++r) {
       const std::span<std::byte> part = all.subspan(r * mine.size(), mine.size());
-      if (r == rank_)
+      if (r == rank_ && !mine.empty())
         std::memcpy(part.data(), mine.data(), mine.size());
-      else
+      else if (r != rank_)
         recv(r, part);
     }
   }
