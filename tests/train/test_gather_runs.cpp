@@ -110,3 +110,23 @@ TEST_CASE("train: a packed run directory is refused when it names a path outside
   CHECK_THROWS_WITH_AS(unpack_tree(packed.substr(0, packed.size() - 3), tmp.path / "short"),
                        doctest::Contains("cut short"), Error);
 }
+
+TEST_CASE("train: a stale incoming directory on rank 0's host is refused and left as it is") {
+  TempDir tmp("gather-runs-stale");
+  auto host = [&](int r) { return tmp.path / ("host" + std::to_string(r)); };
+  const fs::path stale = host(0) / "sweep" / ".run-1.incoming";
+  write(stale / "mine.txt", "not headlab's");
+  std::vector<std::string> errors(2);
+  testing::run_ranks(2, [&](Comm& comm) {
+    const std::vector<SweepRun> runs = runs_on(host(comm.rank()), 2);
+    make_run(runs[comm.rank()].dir, std::to_string(comm.rank()));
+    try {
+      gather_run_dirs(comm, runs);
+    } catch (const Error& e) {
+      errors[comm.rank()] = e.what();
+    }
+  });
+  for (const std::string& e : errors) CHECK_MESSAGE(e.find("it exists") != std::string::npos, e);
+  CHECK(fs::exists(stale / "mine.txt"));
+  CHECK_FALSE(fs::exists(host(0) / "sweep" / "run-1"));
+}

@@ -181,12 +181,14 @@ int gather_run_dirs(Comm& comm, const std::vector<SweepRun>& runs) {
       const fs::path dir = runs[wanted[k]].dir;
       const fs::path incoming =
           dir.parent_path() / fmt::format(".{}.incoming", dir.filename().string());
+      // A stale `incoming` is not this call's: unpack_tree refuses it, and it is left alone.
+      std::error_code ec;
+      const bool stale = fs::exists(fs::symlink_status(incoming, ec));
       try {
         unpack_tree(packed[k], incoming);
         rename_path(incoming, dir);
       } catch (...) {
-        // What this call wrote, and only that: unpack_tree refuses an existing `incoming`.
-        if (!fs::exists(dir)) remove_tree(incoming);
+        if (!stale) remove_tree(incoming);  // what this call wrote, and only that
         throw;
       }
       fsync_directory(dir.parent_path());
