@@ -95,23 +95,9 @@ TEST_CASE("dist: hosts: a run killed on three hosts resumes from rank 0's host, 
   // Rank 0 is killed inside its second checkpoint (its 9th rename, as in "dist: resume under
   // mpirun ..."): the job ends; the last complete checkpoint is on host A only.
   const fs::path run = hosts.shared_path() / "run";
-  const std::string net = FakeHosts::data_network();
-  std::vector<std::string> crash = {"--mca",
-                                    "btl_tcp_if_include",
-                                    net,
-                                    "--mca",
-                                    "oob_tcp_if_include",
-                                    net,
-                                    "--bind-to",
-                                    "none",
-                                    "-np",
-                                    "1",
-                                    "-x",
-                                    std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM,
-                                    "-x",
-                                    "HEADLAB_KILL_AT=rename:9",
-                                    "-x",
-                                    "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")};
+  std::vector<std::string> crash = across(
+      1, {"-x", std::string("LD_PRELOAD=") + HEADLAB_KILL_SHIM, "-x", "HEADLAB_KILL_AT=rename:9",
+          "-x", "ASAN_OPTIONS=" + asan_options("verify_asan_link_order=0")});
   for (const std::string& a : train_args(run, sets)) crash.push_back(a);
   crash.insert(crash.end(), {":", "-np", "2"});
   for (const std::string& a : train_args(run, sets)) crash.push_back(a);

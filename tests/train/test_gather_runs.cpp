@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,22 @@ std::vector<SweepRun> runs_on(const fs::path& host, int count) {
   std::vector<SweepRun> runs(count);
   for (int i = 0; i < count; ++i) runs[i].dir = host / "sweep" / ("run-" + std::to_string(i));
   return runs;
+}
+
+// Two ranks, each trains run `rank` on its own host, then they gather: each rank's error, "" when
+// it had none.
+std::vector<std::string> gather_two(const std::function<fs::path(int)>& host) {
+  std::vector<std::string> errors(2);
+  testing::run_ranks(2, [&](Comm& comm) {
+    const std::vector<SweepRun> runs = runs_on(host(comm.rank()), 2);
+    make_run(runs[comm.rank()].dir, std::to_string(comm.rank()));
+    try {
+      gather_run_dirs(comm, runs);
+    } catch (const Error& e) {
+      errors[comm.rank()] = e.what();
+    }
+  });
+  return errors;
 }
 
 }  // namespace
@@ -71,16 +88,7 @@ TEST_CASE("train: a run directory on rank 0's host holding another run is never 
   TempDir tmp("gather-runs-conflict");
   auto host = [&](int r) { return tmp.path / ("host" + std::to_string(r)); };
   make_run(runs_on(host(0), 2)[1].dir, "someone else's");
-  std::vector<std::string> errors(2);
-  testing::run_ranks(2, [&](Comm& comm) {
-    const std::vector<SweepRun> runs = runs_on(host(comm.rank()), 2);
-    make_run(runs[comm.rank()].dir, std::to_string(comm.rank()));
-    try {
-      gather_run_dirs(comm, runs);
-    } catch (const Error& e) {
-      errors[comm.rank()] = e.what();
-    }
-  });
+  const std::vector<std::string> errors = gather_two(host);
   for (const std::string& e : errors) {
     CHECK_MESSAGE(e.find("holds another run than the one rank 1 trained") != std::string::npos, e);
     CHECK_MESSAGE(e.find("run-1") != std::string::npos, e);
@@ -116,16 +124,7 @@ TEST_CASE("train: a stale incoming directory on rank 0's host is refused and lef
   auto host = [&](int r) { return tmp.path / ("host" + std::to_string(r)); };
   const fs::path stale = host(0) / "sweep" / ".run-1.incoming";
   write(stale / "mine.txt", "not headlab's");
-  std::vector<std::string> errors(2);
-  testing::run_ranks(2, [&](Comm& comm) {
-    const std::vector<SweepRun> runs = runs_on(host(comm.rank()), 2);
-    make_run(runs[comm.rank()].dir, std::to_string(comm.rank()));
-    try {
-      gather_run_dirs(comm, runs);
-    } catch (const Error& e) {
-      errors[comm.rank()] = e.what();
-    }
-  });
+  const std::vector<std::string> errors = gather_two(host);
   for (const std::string& e : errors) CHECK_MESSAGE(e.find("it exists") != std::string::npos, e);
   CHECK(fs::exists(stale / "mine.txt"));
   CHECK_FALSE(fs::exists(host(0) / "sweep" / "run-1"));
