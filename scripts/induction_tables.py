@@ -6,6 +6,8 @@
 Reads each run's timeline.jsonl ("induction" rows, train/analysis/induction.h) and prints one
 markdown row per number of layers. Definitions (docs/analysis.md, "Induction heads"):
   previous-token head: a layer-0 head whose previous-token score at the end exceeds 0.5;
+  L0 previous-token sum: the layer-0 heads' previous-token scores added up, the share of the
+    previous token that layer 0 moves as a whole (it can be spread over several heads);
   induction head: a head of layer >= 1 whose induction score exceeds 0.5; it "forms" at the
     first evaluation where one does (a 1-layer model's heads are scored too, as "layer-0
     induction", which should stay below 0.5);
@@ -31,6 +33,7 @@ def measure(run):
     last = tl[-1]["induction"]
     layers = len(last["induction"])
     prev_end = max(last["previous_token"][0])
+    prev_sum = sum(last["previous_token"][0])
     best_induction = lambda r: max(max(l) for l in r["induction"]["induction"][1:]) if layers > 1 \
         else max(r["induction"]["induction"][0])
     forms = next((r["step"] for r in tl if best_induction(r) > THRESHOLD), None)
@@ -41,6 +44,7 @@ def measure(run):
         "loss": tl[-1]["loss"],
         "icl": final_icl,
         "prev": prev_end,
+        "prev_sum": prev_sum,
         "induction": best_induction(tl[-1]),
         "forms": forms,
         "jump": jump,
@@ -55,9 +59,9 @@ def main(sweep):
         m = measure(run)
         by_layers.setdefault(m["layers"], []).append(m)
     print("| layers | seeds | eval loss | in-context score | L0 previous-token score (lowest) "
-          "| previous-token head | best induction score (highest) | induction head | forms at step "
+          "| previous-token head | L0 previous-token sum (lowest) | best induction score (highest) | induction head | forms at step "
           "| in-context jump at step | jump within 200 steps |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for layers, ms in sorted(by_layers.items()):
         n = len(ms)
         mean = lambda k: statistics.mean(m[k] for m in ms)
@@ -67,6 +71,7 @@ def main(sweep):
         print(f"| {layers} | {n} | {mean('loss'):.3f} | {mean('icl'):.2f} "
               f"| {mean('prev'):.2f} ({min(m['prev'] for m in ms):.2f}) "
               f"| {sum(m['prev'] > THRESHOLD for m in ms)} of {n} "
+              f"| {mean('prev_sum'):.2f} ({min(m['prev_sum'] for m in ms):.2f}) "
               f"| {mean('induction'):.2f} ({max(m['induction'] for m in ms):.2f}) "
               f"| {len(formed)} of {n} | {span(formed)} | {span(jumps)} "
               f"| {sum(m['within'] for m in ms)} of {n} |")

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -62,6 +63,56 @@ TEST_CASE("induction task: BOS, distinct fresh tokens, the segment repeated at t
   CHECK(task.next_token());
 }
 
+TEST_CASE("induction task, layout random: the copies anywhere, partners still exact") {
+  InductionOptions o;  // V 64, T 32, L in [4, 15]
+  o.layout = InductionLayout::kRandom;
+  const InductionTask task(o);
+  Batch b;
+  task.generate(11, 2, 256, b);
+  const int64_t T = 32;
+  int64_t ends_last = 0, first_at_one = 0;
+  std::vector<int64_t> starts_seen(T, 0);
+  for (int64_t s = 0; s < 256; ++s) {
+    const int32_t* tok = b.features[0].data() + s * T;
+    CHECK(tok[0] == 64);
+    // The repeated positions: t with an earlier equal token; they are one run of L, the copy
+    // of the run of L that starts at their first token's earlier occurrence.
+    int64_t second = -1, L = 0, first = -1;
+    for (int64_t t = 1; t < T; ++t)
+      for (int64_t j = 1; j < t; ++j)
+        if (tok[j] == tok[t]) {
+          if (second < 0) second = t, first = j;
+          CHECK(t == second + L);  // contiguous
+          CHECK(j == first + L);   // in the same order as the first copy
+          ++L;
+        }
+    REQUIRE(second > 0);
+    CHECK(L >= 4);
+    CHECK(L <= 15);
+    CHECK(first + L <= second);
+    ends_last += second + L == T;
+    first_at_one += first == 1;
+    ++starts_seen[static_cast<size_t>(second)];
+    for (int64_t t = 0; t < T; ++t) {
+      const size_t at = static_cast<size_t>(s * T + t);
+      CHECK(b.labels[at] == (t + 1 < T ? tok[t + 1] : kIgnoreIndex));
+      const int32_t induction = b.partners[InductionTask::kInduction][at];
+      if (t >= second && t < second + L) {
+        CHECK(induction == first + (t - second) + 1);
+        CHECK(tok[induction - 1] == tok[t]);
+      } else {
+        CHECK(induction == kNoPartner);
+      }
+    }
+  }
+  // Neither copy has a fixed place: most second copies stop before the end, most first copies
+  // start after position 1, and the second copy starts at many positions.
+  CHECK(ends_last < 128);
+  CHECK(first_at_one < 128);
+  CHECK(std::count_if(starts_seen.begin(), starts_seen.end(), [](int64_t n) { return n > 0; }) >=
+        12);
+}
+
 TEST_CASE("induction task: bad options get one line naming the key") {
   const auto error = [](const std::string& keys) {
     try {
@@ -80,6 +131,8 @@ TEST_CASE("induction task: bad options get one line naming the key") {
   CHECK(error("min_segment = 9\nmax_segment = 8\n") ==
         "t.toml:4:15: task.max_segment = 8 is below task.min_segment = 9");
   CHECK(error("length = 2\n").find("task.length = 2 is out of range") != std::string::npos);
+  CHECK(error("layout = \"middle\"\n").find("task.layout") != std::string::npos);
+  CHECK(error("layout = \"random\"\n") == "no error");
   CHECK(error("segment = 2\n").find("unknown key task.segment") != std::string::npos);
   for (const std::string& e : {error("max_segment = 16\n"), error("vocab = 20\n")})
     CHECK(e.find('\n') == std::string::npos);

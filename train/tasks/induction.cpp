@@ -43,15 +43,31 @@ void InductionTask::generate_sentences(uint64_t seed, int64_t index, int64_t fir
     Rng rng = Rng::derive(seed, static_cast<uint64_t>(index), static_cast<uint64_t>(first + b));
     const int64_t span = options_.max_segment - options_.min_segment + 1;
     const int64_t L = options_.min_segment + static_cast<int64_t>(rng.below(span));
-    const int64_t fresh = T - 1 - L, prefix = T - 1 - 2 * L;
+    const int64_t fresh = T - 1 - L, filler = T - 1 - 2 * L;
+    // The runs of fresh tokens before and between the copies (the rest follows the second).
+    int64_t before = filler, between = 0;
+    if (options_.layout == InductionLayout::kRandom) {
+      // Two distinct bars among filler + 2 slots: lo fresh tokens, a bar, hi - lo - 1, a bar.
+      int64_t lo = static_cast<int64_t>(rng.below(filler + 2));
+      int64_t hi = static_cast<int64_t>(rng.below(filler + 1));
+      if (hi >= lo) ++hi;
+      if (hi < lo) std::swap(lo, hi);
+      before = lo;
+      between = hi - lo - 1;
+    }
     std::iota(pool.begin(), pool.end(), 0);
     for (int64_t i = 0; i < fresh; ++i)
       std::swap(pool[static_cast<size_t>(i)],
                 pool[static_cast<size_t>(i + static_cast<int64_t>(rng.below(V - i)))]);
     const int64_t row = b * T;
     tokens[static_cast<size_t>(row)] = static_cast<int32_t>(V);  // BOS
+    // pool[0, before) the first run, pool[before, before + L) the segment, the rest the runs
+    // between and after the copies; the second copy reads the segment again.
+    const int64_t second = 1 + before + L + between;  // where the second copy starts
+    int64_t next = 0;
     for (int64_t t = 1; t < T; ++t) {
-      const int64_t k = t - 1 < prefix + L ? t - 1 : t - 1 - L;  // the second copy repeats
+      const bool repeat = t >= second && t < second + L;
+      const int64_t k = repeat ? before + (t - second) : next++;
       tokens[static_cast<size_t>(row + t)] = pool[static_cast<size_t>(k)];
     }
     for (int64_t t = 0; t < T; ++t) {
@@ -88,6 +104,12 @@ std::unique_ptr<Task> make_induction_task(TaskOptions& o) {
   d.max_segment = o.get_int(
       "max_segment", defaults.max_segment,
       OptionSpec::integer(1, 2048).documented("Longest repeated segment L; 2 L <= length - 1."));
+  const std::string layout = o.get_string(
+      "layout", "end",
+      OptionSpec::one_of({"end", "random"})
+          .documented("Where the two copies go: \"end\" (the second ends the sequence) or "
+                      "\"random\" (fresh tokens before, between and after them)."));
+  d.layout = layout == "random" ? InductionLayout::kRandom : InductionLayout::kEnd;
   // The checks across keys name the key and, when the config gave it, its position.
   try {
     return std::make_unique<InductionTask>(d);

@@ -12,6 +12,14 @@
 // L is uniform in [task.min_segment, task.max_segment] per sequence, so the distance between
 // the copies varies and no fixed-offset (positional) head can predict the second copy: only the
 // circuit that finds the previous occurrence of the current token and reads the token after it.
+//
+// That layout (task.layout = "end", the default) still tells a model where the segment is: the
+// second copy always ends the sequence and starts at its first repeated token, so a spread-out
+// solution that reads position and the first duplicate predicts it without the circuit. With
+// task.layout = "random" the T - 1 - 2L fresh tokens that are not in a copy are split into three
+// runs, before, between and after the copies, uniformly over the C(F + 2, 2) ways to split
+// F = T - 1 - 2L tokens into three (possibly empty) runs, so neither copy has a fixed place:
+//   BOS, f0 fresh, s_1..s_L, f1 fresh, s_1..s_L, f2 fresh     f0 + f1 + f2 = F
 // The T - 1 - L fresh tokens are distinct (drawn without replacement from [0, V)), so every token
 // occurs at most twice and the second copy is the only repetition.
 //
@@ -25,8 +33,10 @@
 //                   copy and BOS)
 // So in the second copy INDUCTION(t) = t - L + 1, the position whose token is the label.
 //
-// Sentence k of batch `index` is drawn from Rng::derive(seed, index, k): L, then the fresh
-// tokens (a partial Fisher-Yates shuffle of [0, V), position i swapped with i + below(V - i)).
+// Sentence k of batch `index` is drawn from Rng::derive(seed, index, k): L, then (layout
+// "random" only) the two cuts, then the fresh tokens (a partial Fisher-Yates shuffle of [0, V),
+// position i swapped with i + below(V - i)). Layout "end" draws exactly what it drew before the
+// key existed, so its runs are unchanged.
 
 #include <cstdint>
 #include <memory>
@@ -39,11 +49,14 @@ namespace headlab {
 
 class TaskOptions;
 
+enum class InductionLayout { kEnd, kRandom };
+
 struct InductionOptions {
   int64_t vocab = 64;       // V
   int64_t length = 32;      // T, BOS included
   int64_t min_segment = 4;  // L's range
   int64_t max_segment = 15;
+  InductionLayout layout = InductionLayout::kEnd;
 };
 
 class InductionTask final : public Task {
@@ -76,7 +89,7 @@ class InductionTask final : public Task {
   std::vector<std::string> relations_;
 };
 
-// Registry factory "induction": keys vocab, length, min_segment, max_segment.
+// Registry factory "induction": keys vocab, length, min_segment, max_segment, layout.
 std::unique_ptr<Task> make_induction_task(TaskOptions& options);
 
 }  // namespace headlab
