@@ -73,11 +73,11 @@ std::atomic<bool> spinning_limited{false};
 // held by this thread and never used again, makes the count exceed the CPUs whenever a kernel
 // runs two threads or more. Its threads sleep in the kernel (no CPU after their first few ms).
 [[noreturn]] void sleeping_team(int cpus) {
+  // A body that does something: GCC removes a parallel region whose body is empty.
+  std::atomic<int> members{0};
 #pragma omp parallel num_threads(cpus)
-  {
-    // Nothing: the team exists to be counted.
-  }
-  spinning_limited.store(true);
+  members.fetch_add(1);
+  spinning_limited.store(members.load() == cpus);
   for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
 }
 
