@@ -71,7 +71,7 @@ std::atomic<bool> spinning_limited{false};
 // outnumber the CPUs it saw at start (gomp_available_cpus), a waiting thread spins 100 times,
 // not 300,000, before it sleeps (libgomp's manual, GOMP_SPINCOUNT). A team of `cpus` threads,
 // held by this thread and never used again, makes the count exceed the CPUs whenever a kernel
-// runs two threads or more. Its threads sleep in the kernel (no CPU after their first few ms).
+// runs two threads or more. Its threads wait on a futex (no CPU after their first few ms).
 [[noreturn]] void sleeping_team(int cpus) {
   // A body that does something: GCC removes a parallel region whose body is empty.
   std::atomic<int> members{0};

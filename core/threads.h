@@ -29,13 +29,13 @@ int kernel_threads();
 
 // libgomp reads its wait policy once, when it is loaded; with none chosen a waiting thread spins
 // about 3 ms before it sleeps, and beside another busy process that spin takes the core the
-// thread it waits for needs, so a parallel region waits a scheduler time slice (a 2-thread step
-// 10-100x slower than one thread). Where the environment chose no policy (the library in a
-// program started without OMP_WAIT_POLICY or GOMP_SPINCOUNT; the CLI sets one itself), this
-// makes libgomp spin 100 times instead (its documented spin "if there are more OpenMP threads
-// than available CPUs"): a thread of its own holds a team of as many OpenMP threads as the
-// process has CPUs, asleep for the life of the process (core/threads.cpp). Called once by
-// set_num_threads and kernel_threads; later calls do nothing.
+// thread it waits for needs, so a parallel region waits a scheduler time slice (two threads
+// 5-20x slower than one). Where the environment chose no policy (the library in a program
+// started without OMP_WAIT_POLICY or GOMP_SPINCOUNT; the CLI sets one itself), this makes
+// libgomp spin 100 times instead (its documented spin "if there are more OpenMP threads than
+// available CPUs"): a thread of its own holds a team of as many OpenMP threads as the process
+// has CPUs, asleep for the life of the process (core/threads.cpp). Called by set_num_threads
+// and kernel_threads; it acts once per process.
 void limit_openmp_spinning();
 // Whether libgomp spins its default 3 ms: neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set
 // (null). A policy the user set (active included) is kept.
