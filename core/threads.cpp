@@ -2,11 +2,17 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,9 +22,18 @@
 
 namespace headlab {
 
+int resolve_threads(int requested, int usable_cpus) {
+  if (requested < 0) fail("threads: {} is negative (use 0 for all cores)", requested);
+  return requested == 0 ? std::max(1, usable_cpus) : requested;
+}
+
+int usable_cpus(int affinity_cpus, int online_cpus) {
+  return std::max(1, affinity_cpus > 0 ? affinity_cpus : online_cpus);
+}
+
 void set_num_threads(int n) {
-  if (n < 0) fail("threads: {} is negative (use 0 for all cores)", n);
-  const int threads = n == 0 ? hardware_threads() : n;
+  const int threads = resolve_threads(n, hardware_threads());
+  limit_openmp_spinning();
   omp_set_num_threads(threads);
   // The OpenMP build of OpenBLAS runs on the same libgomp pool as oneDNN and takes the same
   // count. Its pthread build brings a second pool that fights oneDNN's for the cores, so it is
@@ -31,8 +46,67 @@ int num_threads() {
 }
 
 int hardware_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  // std::thread::hardware_concurrency counts the online CPUs, also those taskset or a cpuset
+  // keeps this process off.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  return usable_cpus(affinity, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int kernel_threads() {
+  limit_openmp_spinning();
+  return omp_get_max_threads();
+}
+
+bool openmp_spins_by_default(const char* wait_policy, const char* spin_count) {
+  return wait_policy == nullptr && spin_count == nullptr;
+}
+
+namespace {
+
+std::atomic<bool> spinning_limited{false};
+
+// libgomp counts the threads of every team it keeps (its gomp_managed_threads); while they
+// outnumber the CPUs it saw at start (gomp_available_cpus), a waiting thread spins 100 times,
+// not 300,000, before it sleeps (libgomp's manual, GOMP_SPINCOUNT). A team of `cpus` threads,
+// held by this thread and never used again, makes the count exceed the CPUs whenever a kernel
+// runs two threads or more. Its threads wait on a futex (no CPU after their first few ms).
+[[noreturn]] void sleeping_team(int cpus) {
+  // A body that does something: GCC removes a parallel region whose body is empty.
+  std::atomic<int> members{0};
+#pragma omp parallel num_threads(cpus)
+  members.fetch_add(1);
+  spinning_limited.store(members.load() == cpus);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+}
+
+}  // namespace
+
+void limit_openmp_spinning() {
+  static const bool started = [] {
+    if (!openmp_spins_by_default(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT")))
+      return false;
+    const int cpus = omp_get_num_procs();
+    if (cpus < 2) return false;  // more than one thread on one CPU: libgomp throttles already
+    // Its threads take no signal: one sent to the process goes to a thread that handles it.
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    bool ok = true;
+    try {
+      std::thread(sleeping_team, cpus).detach();
+    } catch (const std::system_error&) {
+      ok = false;  // no thread to spare: the run is correct, only slower beside other work
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    return ok;
+  }();
+  (void)started;
+}
+
+bool openmp_spinning_limited() {
+  return spinning_limited.load();
 }
 
 // OpenBLAS 0.3.21's x86-64 core names by the vector width of their SGEMM kernels.

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "core/error.h"
+#include "core/threads.h"
 
 namespace headlab {
 
@@ -88,7 +89,7 @@ void Adam::update_parameter(Tensor& value, const Tensor& grad, std::span<Tensor>
   const int64_t n = value.numel();
   // A large parameter is shared among the kernels' OpenMP threads when there are several; the
   // elements are independent, so the result does not depend on the split.
-  const int threads = n >= (int64_t{1} << 16) ? omp_get_max_threads() : 1;
+  const int threads = n >= (int64_t{1} << 16) ? kernel_threads() : 1;
   if (threads == 1) return update_range(p, g, m, v, 0, n, s);
 #pragma omp parallel num_threads(threads)
   {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/kernels/backends.h"
 #include "core/tensor.h"
+#include "core/threads.h"
 
 namespace headlab::fast {
 namespace {
@@ -135,7 +136,7 @@ bool avx512_enabled() {
 int threads_for(int64_t work) {
   constexpr int64_t kMinWorkPerThread = 1 << 15;
   if (work < 2 * kMinWorkPerThread) return 1;
-  return std::max(1, std::min(omp_get_max_threads(), static_cast<int>(work / kMinWorkPerThread)));
+  return std::max(1, std::min(kernel_threads(), static_cast<int>(work / kMinWorkPerThread)));
 }
 
 void bias_act(float* c, int64_t rows, int64_t cols, const float* bias, bool relu) {

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/kernels/fast.h"
+#include "core/threads.h"
 
 namespace headlab::onednn {
 namespace {
@@ -43,8 +44,7 @@ int threads_for(const Key& key) {
     constexpr double kMinFlopsPerThread = 2e6;  // as headlab's GEMM (simd/gemm.cpp)
     const double flops = 2.0 * static_cast<double>(key.dims[0] * key.dims[1]) *
                          static_cast<double>(key.dims[2] * std::max<int64_t>(1, key.dims[6]));
-    return std::max(1,
-                    std::min(omp_get_max_threads(), static_cast<int>(flops / kMinFlopsPerThread)));
+    return std::max(1, std::min(kernel_threads(), static_cast<int>(flops / kMinFlopsPerThread)));
   }
   // The others are row-wise or element-wise: dims are the rows and columns (or the length).
   int64_t elements = 1;

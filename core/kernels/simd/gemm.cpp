@@ -26,6 +26,7 @@
 #include "core/kernels/backends.h"
 #include "core/kernels/simd/avx512.h"
 #include "core/tensor.h"
+#include "core/threads.h"
 
 namespace headlab::fast {
 namespace {
@@ -267,7 +268,7 @@ void scale_only(const GemmDesc& d, float* c) {
 // Threads for a product of `flops`: a parallel region costs microseconds.
 int gemm_threads(double flops) {
   constexpr double kMinFlopsPerThread = 2e6;
-  const int nt = omp_get_max_threads();
+  const int nt = kernel_threads();
   return std::max(1, std::min(nt, static_cast<int>(flops / kMinFlopsPerThread)));
 }
 
