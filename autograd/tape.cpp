@@ -33,7 +33,15 @@ void Tape::record(const char* op, const Var& output, Backward backward) {
   entries_.push_back(Entry{op, output, std::move(backward)});
 }
 
-void Tape::backward(const Var& root, const Tensor* seed) {
+void Tape::note_leaf_use(const Var& leaf) {
+  detail::Node* n = leaf.node_;
+  if (n->use_tape == this && n->use_generation == generation_) return;
+  n->use_tape = this;
+  n->use_generation = generation_;
+  leaf_uses_.push_back(LeafUse{entries_.size(), leaf});
+}
+
+void Tape::backward(const Var& root, const Tensor* seed, const LeafDone* leaf_done) {
   detail::Node* node = root.node_;
   if (!root.requires_grad())
     fail(
@@ -52,18 +60,28 @@ void Tape::backward(const Var& root, const Tensor* seed) {
     check_shape("backward", "seed gradient", seed->shape(), root.shape());
     grad::add(root, [seed](Tensor& g) { g.copy_(*seed); });
   }
+  // Leaves whose first use is at or after entry i are final once entry i has run.
+  size_t unnamed = leaf_done != nullptr ? leaf_uses_.size() : 0;
+  const auto name_final = [&](size_t i) {
+    while (unnamed > 0 && leaf_uses_[unnamed - 1].entry >= i)
+      (*leaf_done)(leaf_uses_[--unnamed].leaf);
+  };
   for (size_t i = entries_.size(); i-- > 0;) {
     Entry& e = entries_[i];
-    if (!e.output.has_grad()) continue;
-    profile_event(ProfileEvent::backward_begin, e.op);
-    e.backward(e.output.grad());
-    profile_event(ProfileEvent::backward_end, e.op);
+    if (e.output.has_grad()) {
+      profile_event(ProfileEvent::backward_begin, e.op);
+      e.backward(e.output.grad());
+      profile_event(ProfileEvent::backward_end, e.op);
+    }
+    name_final(i);
   }
+  name_final(0);
   clear();
 }
 
 void Tape::clear() {
   entries_.clear();  // keeps capacity: the next step records without reallocating
+  leaf_uses_.clear();
   ++generation_;
 }
 
@@ -87,6 +105,8 @@ Var make_output(const char* op, const Shape& shape, std::initializer_list<const 
     out.node_->requires_grad = true;
     out.node_->tape = tape;
     out.node_->generation = tape->generation();
+    for (const Var* in : inputs)
+      if (in->requires_grad() && in->tape() == nullptr) tape->note_leaf_use(*in);
   }
   return out;
 }

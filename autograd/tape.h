@@ -9,6 +9,7 @@
 // a step of fixed shapes allocates nothing after warm-up.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "autograd/inplace_function.h"
@@ -16,6 +17,10 @@
 #include "autograd/var.h"
 
 namespace headlab {
+
+// Called during a backward with each leaf (a parameter, or data that requires a gradient) as
+// soon as its gradient is final (Tape::backward).
+using LeafDone = std::function<void(const Var& leaf)>;
 
 class Tape {
  public:
@@ -32,8 +37,13 @@ class Tape {
   static Tape& current();
 
   void record(const char* op, const Var& output, Backward backward);
-  // See Var::backward.
-  void backward(const Var& root, const Tensor* seed);
+  // See Var::backward (root.tape()->backward(root, nullptr) is root.backward()). With leaf_done,
+  // calls (*leaf_done)(leaf) for every leaf used on the tape, each once, right after the tape's
+  // earliest entry that uses it has run (its gradient takes no more contributions) while the
+  // rest of the backward is still to run; leaves whose entries never ran are named at the end.
+  // A data-parallel step reduces the gradients that are final while the backward goes on
+  // (train/distributed/reduce.h).
+  void backward(const Var& root, const Tensor* seed, const LeafDone* leaf_done = nullptr);
   // Drops every entry (and the values only they kept alive); bumps the generation.
   void clear();
 
@@ -43,12 +53,26 @@ class Tape {
   uint64_t generation() const { return generation_; }
 
  private:
+  friend Var make_output(const char*, const Shape&, std::initializer_list<const Var*>);
+
   struct Entry {
     const char* op;
     Var output;
     Backward backward;
   };
+  // A leaf's first use in this recording: entry is the index the using op's entry takes (the
+  // tape's size when the op prepared its output; an op that records others in between only
+  // gets a later index, so the leaf is named no earlier than it is final).
+  struct LeafUse {
+    size_t entry;
+    Var leaf;
+  };
+  // Notes `leaf` (a leaf that requires a gradient) as used by the op about to be recorded,
+  // unless this recording already has it.
+  void note_leaf_use(const Var& leaf);
+
   std::vector<Entry> entries_;
+  std::vector<LeafUse> leaf_uses_;  // in order of entry
   uint64_t generation_ = 1;
 };
 

@@ -9,6 +9,10 @@ that round.
 
   /usr/bin/python3 bench/dist_scaling.py --headlab build/headlab --rounds 3
   /usr/bin/python3 bench/dist_scaling.py --presets M --rounds 1 --json    # the raw reports
+  /usr/bin/python3 bench/dist_scaling.py --no-torch      # headlab alone (no PyTorch installed)
+
+The 2-rank step runs with the reduction overlapping the backward (as training does) and with
+`--no-overlap` (the reduction after the backward, as before the overlap), in the same rounds.
 
 As root, mpirun needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (set here when
 running as root).
@@ -31,9 +35,13 @@ def settings(headlab, preset, torch_core):
         ("headlab, 1 process x 2 threads", [headlab, "bench", "--preset", preset, "--threads", "2", "--json"]),
         ("headlab, `mpirun -np 2`, 1 thread per rank",
          ["mpirun", "-np", "2", headlab, "bench", "--preset", preset, "--threads", "1", "--json"]),
+        ("headlab, `mpirun -np 2`, 1 thread per rank, --no-overlap",
+         ["mpirun", "-np", "2", headlab, "bench", "--preset", preset, "--threads", "1", "--json",
+          "--no-overlap"]),
+    ] + ([] if torch_core is None else [
         ("PyTorch, 1 process x 1 thread", torch + ["--threads", "1"]),
         ("PyTorch DDP (gloo), 2 processes x 1 thread", torch + ["--threads", "1", "--ddp", "2"]),
-    ]
+    ])
 
 
 def run(cmd):
@@ -51,7 +59,10 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--torch-openblas-core", default="best", help="see torch_reference.py --openblas-core")
     p.add_argument("--json", action="store_true", help="print every report instead of the table")
+    p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch settings")
     a = p.parse_args()
+    if a.no_torch:
+        a.torch_openblas_core = None
     reports = {}
     for preset in a.presets:
         for _ in range(a.rounds):

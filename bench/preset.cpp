@@ -2,9 +2,11 @@
 // encoder, step and data.
 
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 #include "bench/step.h"
 #include "core/error.h"
 #include "core/kernels/kernels.h"
@@ -97,8 +99,13 @@ struct PresetState {
     targets.resize(ids.size());
     for (const auto& np : model.named_parameters()) {
       np.var.grad() = Tensor::zeros(np.var.shape());
+      index[np.var.node()] = grads.size();
       grads.emplace_back(np.var.grad().data(), static_cast<size_t>(np.var.numel()));
     }
+    leaf_done = [this](const Var& leaf) {
+      const auto it = index.find(leaf.node());
+      if (it != index.end()) reduce.ready(it->second, grads[it->second]);
+    };
   }
   static std::vector<int64_t> gradient_sizes(Encoder& model) {
     std::vector<int64_t> sizes;
@@ -112,6 +119,8 @@ struct PresetState {
   GradientReducer reduce;
   std::vector<int32_t> ids, targets;
   std::vector<std::span<float>> grads;
+  std::unordered_map<const void*, size_t> index;  // a parameter's node -> its buffer
+  LeafDone leaf_done;                             // the overlap's hook, as TrainStep's
 };
 
 }  // namespace
@@ -137,12 +146,19 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
   w.state = state;
   w.warmup = p.warmup;
   w.steps = p.steps;
-  w.subject.train_step = [&s, feature, B, T, global_tokens] {
+  const bool overlap = o.overlap && s.reduce.overlaps();
+  w.subject.train_step = [&s, feature, B, T, global_tokens, overlap] {
     s.adam.zero_grad();
     EncoderOutput out = s.model.forward({feature}, B, T);
     Var loss = cross_entropy(out.logits, s.targets);
-    loss.backward();
-    s.reduce.add(s.grads, B * T);
+    if (overlap) {  // as training reduces (train/run/step.cpp)
+      s.reduce.begin_last(B * T);
+      loss.tape()->backward(loss, nullptr, &s.leaf_done);
+      s.reduce.end_last(s.grads);
+    } else {
+      loss.backward();
+      s.reduce.add(s.grads, B * T);
+    }
     s.reduce.finish(s.grads, global_tokens);
     s.adam.step();
     return loss.value()[0];
@@ -157,6 +173,7 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
                    {"heads", p.heads},        {"batch", p.batch},   {"ranks", ranks},
                    {"batch_per_rank", B},     {"layers", p.layers}, {"ffn_mult", kFfnMult},
                    {"params", n_params},      {"threads", threads}};
+  if (ranks > 1) w.description["overlap"] = overlap;
   return w;
 }
 

@@ -23,7 +23,8 @@
 // Under `mpirun -np N` (options.comm of N ranks) the preset's step is data-parallel over the same
 // global batch: rank r takes rows [r B/N, (r + 1) B/N) of the preset's batch, and the gradients
 // are reduced as training reduces them (train/distributed/reduce.h) before Adam; the report adds ranks,
-// batch_per_rank and allreduce_ms_median (the reduction's time per step, waiting included).
+// batch_per_rank, overlap and allreduce_ms_median (the reduction's time per step, waiting
+// included; with the overlap, only the part after the backward: what the step waits for).
 
 #include <memory>
 #include <string>
@@ -49,6 +50,9 @@ struct StepBenchOptions {
   int seed = 0;                   // presets: parameters and batch
   bool cpu_clock = false;         // --profile on the thread's CPU clock
   Comm* comm = nullptr;           // the ranks of a data-parallel preset step (null: alone)
+  // Presets over ranks: the reduction overlaps the backward, as training's does (false: it
+  // starts after the backward, as before the overlap; for comparing the two).
+  bool overlap = true;
 };
 
 // What measure_steps and profile_steps run, what it is (merged into their reports), its default

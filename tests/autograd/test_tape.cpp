@@ -148,3 +148,27 @@ TEST_CASE("autograd: inputs recorded on different tapes are an error naming the 
   first.clear();
   second.clear();
 }
+
+TEST_CASE("autograd: the leaf hook names each leaf once, after its last contribution") {
+  // w is used by the first op and again late, v only by the last op, u by nothing: v is named
+  // first (while w's first use is still to run), w once its earliest use has run, u never
+  // (not a leaf of the tape), and each named gradient is already the final one.
+  Var x(Tensor::from({2, 2}, {0.5f, -1.0f, 2.0f, 1.5f}));
+  Var w(Tensor::from({2, 2}, {0.2f, -0.1f, 0.4f, 1.0f}), true);
+  Var v(Tensor::from({2, 2}, {1.0f, 2.0f, -3.0f, 0.5f}), true);
+  Var u(Tensor::from({1}, {1.0f}), true);
+  Var loss = sum(mul(matmul(gelu(matmul(x, w)), w), v));
+  std::vector<const void*> named;
+  std::vector<std::vector<float>> at_hook;
+  const LeafDone hook = [&](const Var& leaf) {
+    named.push_back(leaf.node());
+    at_hook.emplace_back(leaf.grad().data(), leaf.grad().data() + leaf.numel());
+  };
+  loss.tape()->backward(loss, nullptr, &hook);
+  REQUIRE(named.size() == 2);
+  CHECK(named[0] == v.node());
+  CHECK(named[1] == w.node());
+  CHECK(at_hook[0] == std::vector<float>(v.grad().data(), v.grad().data() + 4));
+  CHECK(at_hook[1] == std::vector<float>(w.grad().data(), w.grad().data() + 4));
+  CHECK_FALSE(u.has_grad());
+}

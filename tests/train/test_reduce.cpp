@@ -28,13 +28,13 @@ struct MicroBatch {
 };
 
 // Gradients of widely different magnitudes and signs, with exact and signed zeros.
-std::vector<MicroBatch> make_micro_batches(int64_t m) {
+std::vector<MicroBatch> make_micro_batches(int64_t m, const std::vector<int64_t>& sizes = kSizes) {
   Rng rng(20240607);
   std::vector<MicroBatch> out(static_cast<size_t>(m));
   for (int64_t k = 0; k < m; ++k) {
     MicroBatch& mb = out[static_cast<size_t>(k)];
     mb.tokens = 13 + static_cast<int64_t>(rng.below(8));
-    for (int64_t size : kSizes) {
+    for (int64_t size : sizes) {
       std::vector<float> g(static_cast<size_t>(size));
       for (float& v : g) {
         const uint64_t kind = rng.below(10);
@@ -54,19 +54,35 @@ std::vector<std::span<float>> spans(std::vector<std::vector<float>>& buffers) {
   return s;
 }
 
-// Runs the reduction with `ranks` ranks of `accum` micro-batches each; rank 0's result.
+// The order in which the overlap names the buffers of the last micro-batch.
+enum class Overlap { none, reverse, first_only };
+
+// Runs the reduction with `ranks` ranks of `accum` micro-batches each; rank 0's result. With
+// overlap, the last micro-batch goes through begin_last / ready / end_last: buffers named in
+// reverse, or only the first one named (the others left to end_last) while the sizes put
+// several buckets in flight.
 std::vector<std::vector<float>> reduce_split(const std::vector<MicroBatch>& mbs, int ranks,
-                                             int64_t accum) {
+                                             int64_t accum, Overlap overlap = Overlap::none,
+                                             const std::vector<int64_t>& sizes = kSizes) {
   std::vector<std::vector<std::vector<float>>> results(static_cast<size_t>(ranks));
   int64_t total = 0;
   for (const MicroBatch& mb : mbs) total += mb.tokens;
   run_ranks(ranks, [&](Comm& comm) {
-    GradientReducer reduce(comm, accum, kSizes);
+    GradientReducer reduce(comm, accum, sizes);
     std::vector<std::vector<float>> grads;
     for (int64_t a = 0; a < accum; ++a) {
       const MicroBatch& mb = mbs[static_cast<size_t>(comm.rank() * accum + a)];
       grads = mb.grads;  // "computed fresh" into the parameters' buffers
-      reduce.add(spans(grads), mb.tokens);
+      if (a < accum - 1 || overlap == Overlap::none || !reduce.overlaps()) {
+        reduce.add(spans(grads), mb.tokens);
+        continue;
+      }
+      reduce.begin_last(mb.tokens);
+      if (overlap == Overlap::reverse)
+        for (size_t i = grads.size(); i-- > 0;) reduce.ready(i, grads[i]);
+      else
+        reduce.ready(0, grads[0]);
+      reduce.end_last(spans(grads));
     }
     reduce.finish(spans(grads), total);
     results[static_cast<size_t>(comm.rank())] = grads;
@@ -111,6 +127,26 @@ TEST_CASE("train: gradient reduction is bit-identical for every split of the mic
       CHECK(bitwise_equal(reduce_split(mbs, ranks, m / ranks), expected));
     }
   }
+}
+
+TEST_CASE("train: gradient reduction overlapped with the backward gives the same bits") {
+  // Three large buffers, each a bucket with the small one before it; the largest is more than
+  // the chain's chunk at 2 and 3 ranks (the gradient over the ranks), so it is cut.
+  const int64_t b = GradientReducer::kMinChunk * 40 + 1000;
+  const std::vector<int64_t> sizes = {5, b, 3, 4 * b, 11, b};
+  const std::vector<MicroBatch> mbs = make_micro_batches(6, sizes);
+  const std::vector<std::vector<float>> plain = reduce_split(mbs, 1, 6, Overlap::none, sizes);
+  for (int ranks : {2, 3}) {
+    CAPTURE(ranks);
+    const int64_t accum = 6 / ranks;
+    CHECK(bitwise_equal(reduce_split(mbs, ranks, accum, Overlap::none, sizes), plain));
+    CHECK(bitwise_equal(reduce_split(mbs, ranks, accum, Overlap::reverse, sizes), plain));
+    CHECK(bitwise_equal(reduce_split(mbs, ranks, accum, Overlap::first_only, sizes), plain));
+  }
+  // One micro-batch per rank: the last is the only one, and rank 0's S_0 comes from ready().
+  const std::vector<MicroBatch> three = make_micro_batches(3, sizes);
+  CHECK(bitwise_equal(reduce_split(three, 3, 1, Overlap::reverse, sizes),
+                      reduce_split(three, 1, 3, Overlap::none, sizes)));
 }
 
 TEST_CASE("train: gradient reduction of a single micro-batch leaves the gradient untouched") {

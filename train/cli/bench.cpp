@@ -63,6 +63,10 @@ void add_step_options(CLI::App& cmd, bench::StepBenchOptions& o) {
       "one of auto, reference, blas, onednn");
   add_int_option(cmd, "--seed", o.seed, 0, 1 << 30,
                  "Seed of the parameters and the batch (--preset)");
+  cmd.add_flag_callback(
+      "--no-overlap", [&o] { o.overlap = false; },
+      "--preset under mpirun: start the gradient reduction after the backward instead of "
+      "during it (the step before the overlap, for comparison)");
 }
 
 // "preset M (seq 32, d_model 128, heads 8, batch 64, layers 2), 1 thread(s), backend onednn"

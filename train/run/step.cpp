@@ -51,6 +51,13 @@ TrainStep::TrainStep(RunModel& model, Comm& comm)
   }
   reducer_ =
       std::make_unique<GradientReducer>(comm_, model.config().train.grad_accum, std::move(sizes));
+  const auto& params = optimizer_->parameters();
+  for (size_t i = 0; i < params.size(); ++i) parameter_index_[params[i].var.node()] = i;
+  leaf_done_ = [this](const Var& leaf) {
+    const auto it = parameter_index_.find(leaf.node());
+    if (it == parameter_index_.end()) return;  // not a parameter the optimizer updates
+    reducer_->ready(it->second, std::span(leaf.grad().data(), static_cast<size_t>(leaf.numel())));
+  };
 }
 
 TrainStep::~TrainStep() = default;
@@ -71,8 +78,16 @@ StepMetrics TrainStep::operator()(int64_t step) {
   for (int64_t a = 0; a < t.grad_accum; ++a) {
     if (a > 0) optimizer_->zero_grad();  // each micro-batch's gradient alone
     Var loss = micro_batch_loss(step, a);
-    loss.backward();
-    reducer_->add(gradients(), counts_[static_cast<size_t>(a)].tokens);
+    const int64_t tokens = counts_[static_cast<size_t>(a)].tokens;
+    if (a == t.grad_accum - 1 && reducer_->overlaps()) {
+      // The chain runs on the gradients the backward has finished while it goes on.
+      reducer_->begin_last(tokens);
+      loss.tape()->backward(loss, nullptr, &leaf_done_);
+      reducer_->end_last(gradients());
+    } else {
+      loss.backward();
+      reducer_->add(gradients(), tokens);
+    }
   }
   const EvalCounts batch = global_counts(step + 1);  // of the global batch, on every rank alike
   StepMetrics m{

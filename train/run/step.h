@@ -14,6 +14,8 @@
 //     loss_m = cross_entropy(model(micro-batch), labels)      mean over its labelled tokens
 //     zero the gradients (but before the first), loss_m.backward()
 //   gradient = the canonical reduction over all M micro-batches       train/distributed/reduce.h
+//     (on several ranks the last micro-batch's gradients enter it during its backward, each
+//     parameter's as soon as the tape has finished it: the reducer's overlap)
 //   loss, accuracy: of the global batch (token-weighted, in micro-batch order, on every rank)
 //   norm = clip_grad_norm(params, optim.clip_norm)            before clipping
 //   non-finite loss or norm -> throw NonFiniteError(s)        before any update, on every rank
@@ -30,8 +32,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "core/error.h"
 #include "train/eval/evaluation.h"
 #include "train/run/metrics.h"
@@ -106,6 +110,9 @@ class TrainStep {
   std::vector<std::span<const int32_t>> features_;  // views of batch_'s features
   std::vector<EvalCounts> counts_;                  // [grad_accum] this step's micro-batches
   std::vector<std::span<float>> gradients_;
+  // The overlap's hook: a parameter's node -> its index among the optimizer's parameters.
+  std::unordered_map<const void*, size_t> parameter_index_;
+  LeafDone leaf_done_;
 };
 
 }  // namespace headlab

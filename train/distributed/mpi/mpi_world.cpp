@@ -152,9 +152,16 @@ std::string mpi_library() {
 std::unique_ptr<Comm> open_world() {
   if (!launched_by_mpi()) return std::make_unique<LocalComm>();
   int provided = 0;
-  const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  // SERIALIZED: the gradient reducer's chain thread makes the MPI calls during a backward
+  // (train/distributed/reduce.h), never at the same time as the main thread.
+  const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (code != MPI_SUCCESS) fail("MPI_Init failed: {}", error_text(code));
   we_initialised = true;
+  if (provided < MPI_THREAD_SERIALIZED)
+    fail(
+        "MPI_Init_thread: the MPI library provides thread level {}, headlab needs {} "
+        "(MPI_THREAD_SERIALIZED)",
+        provided, MPI_THREAD_SERIALIZED);
   return std::make_unique<MpiComm>();
 }
 
