@@ -288,7 +288,11 @@ int run_sweep(const SweepArgs& a) {
                          : a.resume    ? SweepPlan::resume
                                        : SweepPlan::fresh;
   // Checked before anything is created: the directory, then every run's config.
-  const RunDirUse use = plan == SweepPlan::fresh ? RunDirUse::create : RunDirUse::write;
+  // A sweep killed before it wrote its marker left its directory unclaimed: --resume starts it
+  // as a fresh sweep would (--report-only has nothing to report there and refuses).
+  const bool start =
+      plan == SweepPlan::fresh || (plan == SweepPlan::resume && left_unclaimed(spec.out_dir));
+  const RunDirUse use = start ? RunDirUse::create : RunDirUse::write;
   on_root(comm, [&] { check_run_dir(spec.out_dir, use, DirKind::sweep); });
   const std::vector<SweepRun> runs = plan_on_every_rank(spec, plan);
   RunDirClaim claim;

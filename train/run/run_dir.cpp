@@ -362,6 +362,11 @@ void check_own_files(const fs::path& dir, DirKind kind) {
     fail("'{}' is {}, not the lock file headlab wrote", lock.string(), file_kind(st.st_mode));
 }
 
+bool left_unclaimed(const fs::path& dir) {
+  struct stat st {};
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && contents(dir).empty();
+}
+
 RunDirPlan check_run_dir(const fs::path& dir, RunDirUse use, DirKind kind) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {

@@ -59,6 +59,10 @@ const std::vector<std::string>& sweep_dir_files();
 std::string read_run_marker(const std::filesystem::path& dir, DirKind kind = DirKind::run);
 // Whether `dir` is a directory with a marker of `kind` (nothing is checked beyond that).
 bool has_run_marker(const std::filesystem::path& dir, DirKind kind = DirKind::run);
+// Whether `dir` is a directory without a marker that holds nothing but headlab's lock file or a
+// marker being written: what a headlab process stopped between creating the directory and
+// claiming it leaves (or an empty directory). Nothing there can be lost by claiming it.
+bool left_unclaimed(const std::filesystem::path& dir);
 
 // The marker of run directory `dir` as a reader needs it. Throws as read_run_marker.
 struct RunMarkerState {
