@@ -202,9 +202,10 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
 }
 
 // Rank 2 of 4 stops (SIGSTOP) in mid-run: the others wait for it, each for something else (rank
-// 3 for rank 2's message, ranks 0 and 1 for rank 3's broadcast), napping: each uses under 5% of
-// a core over seconds of the wait (CPU time it consumed, asserted; a busy machine only lowers
-// it). When the wait runs out, one line names rank 2, from rank 0 alone.
+// 3 for rank 2's message, rank 1 for rank 2 to take its own or for rank 3's broadcast, rank 0
+// for rank 3's broadcast), napping: each uses under 5% of a core over seconds of the wait (CPU
+// time it consumed, asserted; a busy machine only lowers it). When the wait runs out, one line
+// names rank 2, from rank 0 alone.
 TEST_CASE("dist: ranks waiting for a stopped rank sleep, and one line names the stopped rank") {
   TempDir tmp("dist-wait");
   const std::vector<std::string> sets = {"train.steps=1000000", "schedule.warmup_steps=3",
