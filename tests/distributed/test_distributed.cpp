@@ -8,11 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,14 +33,17 @@ using nlohmann::json;
 
 namespace {
 
-// Starts a long 2-rank run, waits until it has trained a few steps, does `act` to rank `rank`'s
-// pid, and returns the run with the seconds from `act` to mpirun's end.
-RunResult act_on_rank_during_training(const fs::path& out, int rank, int signal_number,
-                                      const std::vector<std::string>& sets, double& seconds_after) {
+// Starts a long run of `ranks` ranks, waits until it has trained a few steps, sends
+// `signal_number` to rank `rank`, does `then` (with the tag that find_rank takes) while the job
+// runs on, and returns the run with the seconds from the signal to mpirun's end.
+RunResult act_on_rank_during_training(const fs::path& out, int ranks, int rank, int signal_number,
+                                      const std::vector<std::string>& sets, double& seconds_after,
+                                      const std::function<void(const std::string&)>& then = {}) {
   const std::string tag = fmt::format("{}-{}", ::getpid(), out.filename().string());
   RunResult r;
-  std::thread job(
-      [&] { r = mpirun(2, train_args(out, sets), mpirun_options({"HEADLAB_TEST_TAG=" + tag})); });
+  std::thread job([&] {
+    r = mpirun(ranks, train_args(out, sets), mpirun_options({"HEADLAB_TEST_TAG=" + tag}));
+  });
   pid_t pid = -1;
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < std::chrono::seconds(120)) {
@@ -47,10 +52,27 @@ RunResult act_on_rank_during_training(const fs::path& out, int rank, int signal_
   }
   const auto acted = std::chrono::steady_clock::now();
   if (pid > 0) ::kill(pid, signal_number);
+  if (pid > 0 && then) then(tag);
   job.join();
   seconds_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - acted).count();
   REQUIRE_MESSAGE(pid > 0, "rank " << rank << " never showed up: " << r.describe());
   return r;
+}
+
+// CPU seconds (user and system, every thread) process `pid` has used, or -1 once it is gone.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace
@@ -142,7 +164,8 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   const std::vector<std::string> endless = {"train.steps=1000000", "schedule.warmup_steps=3",
                                             "train.eval_every=0", "train.checkpoint_every=0"};
   double after = 0;
-  const RunResult killed = act_on_rank_during_training(tmp / "killed", 1, SIGKILL, endless, after);
+  const RunResult killed =
+      act_on_rank_during_training(tmp / "killed", 2, 1, SIGKILL, endless, after);
   CHECK_MESSAGE(killed.exit_code != 0, killed.describe());
   CHECK_MESSAGE(after < 30, after << " s after the kill\n" << killed.describe());
   CHECK_MESSAGE(killed.err.find("rank 1") != std::string::npos, killed.describe());
@@ -150,12 +173,13 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
 
   std::vector<std::string> hang = endless;
   hang.push_back("runtime.dist_timeout=2");
-  const RunResult hung = act_on_rank_during_training(tmp / "hung", 1, SIGSTOP, hang, after);
+  const RunResult hung = act_on_rank_during_training(tmp / "hung", 2, 1, SIGSTOP, hang, after);
   CHECK(hung.exit_code == 2);
   CHECK_MESSAGE(after < 30, after << " s after the stop\n" << hung.describe());
   CHECK_MESSAGE(count_error_lines(hung) == 1, hung.describe());
-  CHECK_MESSAGE(hung.err.find("headlab: error: train: rank 0: waited 2 s (runtime.dist_timeout)") !=
-                    std::string::npos,
+  CHECK_MESSAGE(hung.err.find("headlab: error: train: rank 1 did not arrive in 2 s "
+                              "(runtime.dist_timeout): rank 0 waited for it; it hung, was stopped "
+                              "or is far behind") != std::string::npos,
                 hung.describe());
 
   // Rank 0's disk fails in a checkpoint (its 6th rename: the first checkpoint's directory, after
@@ -175,6 +199,49 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   CHECK_MESSAGE(f.err.find("headlab: error: train: rank 0: cannot rename") != std::string::npos,
                 f.describe());
   CHECK(f.seconds < 60);
+}
+
+// Rank 2 of 4 stops (SIGSTOP) in mid-run: the others wait for it, each for something else (rank
+// 3 for rank 2's message, rank 1 for rank 2 to take its own or for rank 3's broadcast, rank 0
+// for rank 3's broadcast), napping: each uses under 5% of a core over seconds of the wait (CPU
+// time it consumed, asserted; a busy machine only lowers it). When the wait runs out, one line
+// names rank 2, from rank 0 alone.
+TEST_CASE("dist: ranks waiting for a stopped rank sleep, and one line names the stopped rank") {
+  TempDir tmp("dist-wait");
+  const std::vector<std::string> sets = {"train.steps=1000000", "schedule.warmup_steps=3",
+                                         "train.eval_every=0", "train.checkpoint_every=0",
+                                         "runtime.dist_timeout=6"};
+  std::vector<double> used;
+  double window = 0, after = 0;
+  const RunResult r = act_on_rank_during_training(
+      tmp / "run", 4, 2, SIGSTOP, sets, after, [&](const std::string& tag) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // all reach their waits
+        std::vector<pid_t> waiting;
+        std::vector<double> before;
+        for (int rank : {0, 1, 3}) {
+          waiting.push_back(find_rank(tag, rank));
+          before.push_back(cpu_seconds(waiting.back()));
+        }
+        const auto start = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+        for (size_t i = 0; i < waiting.size(); ++i)
+          used.push_back(cpu_seconds(waiting[i]) - before[i]);
+        window = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      });
+  REQUIRE(used.size() == 3);
+  for (size_t i = 0; i < used.size(); ++i) {
+    CAPTURE(i);
+    CHECK_MESSAGE(used[i] >= 0, "a waiting rank ended during the measurement\n" << r.describe());
+    CHECK_MESSAGE(used[i] < 0.05 * window, used[i] << " s of CPU in " << window << " s of waiting\n"
+                                                   << r.describe());
+  }
+  CHECK(r.exit_code == 2);
+  CHECK_MESSAGE(count_error_lines(r) == 1, r.describe());
+  CHECK_MESSAGE(
+      r.err.find("headlab: error: train: rank 2 did not arrive in 6 s "
+                 "(runtime.dist_timeout): ranks 0, 1 and 3 waited for it") != std::string::npos,
+      r.describe());
+  CHECK_MESSAGE(after < 60, after << " s after the stop\n" << r.describe());
 }
 
 TEST_CASE("dist: ranks with different configs are refused at start-up, once") {

@@ -172,3 +172,15 @@ TEST_CASE("train: comm string helpers gather and broadcast strings of any length
     CHECK(broadcast_string(comm, 2, comm.rank() == 2 ? "from two" : "") == "from two");
   });
 }
+
+TEST_CASE("train: a hang's message names the ranks that did not arrive, with hosts when several") {
+  const std::vector<std::string> one_host = {"box", "box", "box", "box"};
+  CHECK(missing_ranks_message({true, false, true, true}, one_host, 300) ==
+        "rank 1 did not arrive in 300 s (runtime.dist_timeout): ranks 0, 2 and 3 waited for it; "
+        "it hung, was stopped or is far behind");
+  CHECK(missing_ranks_message({false, true, false}, {}, 2) ==
+        "ranks 0 and 2 did not arrive in 2 s (runtime.dist_timeout): rank 1 waited for them; "
+        "they hung, were stopped or are far behind");
+  CHECK(ranks_text({0, 1}, {"hostA", "hostB"}) == "ranks 0 on hostA and 1 on hostB");
+  CHECK(missing_ranks_message({true, true}, one_host, 5).find("a deadlock") != std::string::npos);
+}

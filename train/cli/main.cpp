@@ -5,9 +5,12 @@
 // config, a refused run directory, a non-finite loss: CollectiveError, NonFiniteError) is
 // printed once, by rank 0, and every rank exits with its code. An error of one rank alone is
 // printed by that rank as "headlab: error: rank R: ..." and ends the whole job at once
-// (abort_world, MPI_Abort), so no other rank waits for it (docs/distributed.md, "Failure").
+// (abort_world, MPI_Abort), so no other rank waits for it (docs/distributed.md, "Failure"). A
+// rank that hung or is far behind is named once, by the lowest rank that waited for it
+// (MissingRankError); the other waiting ranks end quietly.
 
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,6 +89,21 @@ int report_local(const std::string& message, int code) {
   abort_world(code);
 }
 
+// Ranks waited for one that did not arrive: the lowest of them names it, once, and ends the job;
+// the others say nothing and let its abort end them (after a while, they end the job themselves,
+// should that rank have died in the meantime).
+[[noreturn]] void report_missing(const MissingRankError& e) {
+  std::fflush(stdout);
+  if (e.speaks()) {
+    cli::Output::get().final_line(error_line(e.what()));
+  } else {  // signals (mpirun's SIGCONT, SIGTERM) cut a nap short: sleep the rest
+    timespec pause{10, 0};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+    }
+  }
+  abort_world(cli::kUsage);
+}
+
 // Only these commands run as ranks of one job; the others are one process's work.
 bool runs_distributed(const std::string& command) {
   for (const char* c : {"train", "sweep", "bench", "info"})
@@ -140,6 +158,8 @@ int run(CLI::App& app, int argc, char** argv) {
     return report(e.what(), cli::kUsage);
   } catch (const NonFiniteError& e) {  // NaN/Inf loss, gradient or update: training stopped
     return report(e.what(), cli::kNonFinite);
+  } catch (const MissingRankError& e) {  // a rank hung: named once, by the lowest that waited
+    report_missing(e);
   } catch (const CollectiveError& e) {  // every rank alike: config, run directory, checkpoint
     return report(e.what(), cli::kUsage);
   } catch (const Error& e) {  // a user's mistake: config, file, checkpoint

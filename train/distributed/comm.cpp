@@ -1,6 +1,7 @@
 #include "train/distributed/comm.h"
 
 #include <cstring>
+#include <set>
 
 #include "core/error.h"
 
@@ -34,6 +35,36 @@ std::vector<std::string> allgather_strings(Comm& comm, const std::string& mine) 
   std::vector<std::string> out;
   for (int r = 0; r < n; ++r) out.push_back(all.substr(r * longest, sizes[r]));
   return out;
+}
+
+std::string ranks_text(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
+  const bool several_hosts = std::set<std::string>(hosts.begin(), hosts.end()).size() > 1;
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) text += i + 1 == ranks.size() ? " and " : ", ";
+    text += std::to_string(ranks[i]);
+    const size_t r = static_cast<size_t>(ranks[i]);
+    if (several_hosts && r < hosts.size()) text += " on " + hosts[r];
+  }
+  return text;
+}
+
+std::string missing_ranks_message(const std::vector<bool>& answered,
+                                  const std::vector<std::string>& hosts, double timeout) {
+  std::vector<int> here, missing;
+  for (size_t r = 0; r < answered.size(); ++r)
+    (answered[r] ? here : missing).push_back(static_cast<int>(r));
+  if (missing.empty())
+    return fmt::format(
+        "every rank waited {:.0f} s (runtime.dist_timeout) for another: the ranks' calls do not "
+        "match (a deadlock)",
+        timeout);
+  const bool one = missing.size() == 1;
+  return fmt::format(
+      "{} did not arrive in {:.0f} s (runtime.dist_timeout): {} waited for {}; {} hung, {} "
+      "stopped or {} far behind",
+      ranks_text(missing, hosts), timeout, ranks_text(here, hosts), one ? "it" : "them",
+      one ? "it" : "they", one ? "was" : "were", one ? "is" : "are");
 }
 
 std::string broadcast_string(Comm& comm, int root, std::string text) {

@@ -7,15 +7,17 @@
 // on the MPI library's choice of algorithm.
 //
 // Every call is collective in the MPI sense (each rank makes the same calls in the same order)
-// except send/recv, which pair up. A call that cannot complete (a peer died or hung) throws
-// headlab::Error naming the peer and what it waited for, after the timeout; the CLI
-// then ends the whole job (docs/distributed.md, "Failure").
+// except send/recv, which pair up. A call that cannot complete (a peer hung, stopped or is far
+// behind) throws MissingRankError after the timeout, naming the ranks that did not arrive; the
+// CLI then ends the whole job with one line (docs/distributed.md, "Failure").
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "core/error.h"
 
 namespace headlab {
 
@@ -60,6 +62,35 @@ class LocalComm final : public Comm {
   void broadcast(int, std::span<std::byte>) override {}
   void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
 };
+
+// Thrown by a call that waited the timeout out, on every rank that was waiting then. Those
+// ranks have taken a roll call (each told every other it was there, and listened a moment):
+// `missing` are the ranks that did not answer (hung, stopped, dead or far behind). The lowest
+// rank that answered `speaks` for the job: it alone reports, so a hang is one line, not one per
+// waiting rank; the others end quietly.
+class MissingRankError : public Error {
+ public:
+  MissingRankError(const std::string& message, std::vector<int> missing, bool speaks)
+      : Error(message), missing_(std::move(missing)), speaks_(speaks) {}
+  const std::vector<int>& missing() const { return missing_; }
+  bool speaks() const { return speaks_; }
+
+ private:
+  std::vector<int> missing_;
+  bool speaks_ = false;
+};
+
+// The message of a MissingRankError, from the roll call's `answered` (by rank): "rank 1 did not
+// arrive in 300 s (runtime.dist_timeout): ranks 0, 2 and 3 waited for it; it hung, was stopped
+// or is far behind". Each rank is named with its host ("rank 1 on hostB") when `hosts` (by
+// rank; empty when unknown) holds more than one name. Every rank answered: the ranks wait for
+// each other, a deadlock (their calls do not match), and the message says so.
+std::string missing_ranks_message(const std::vector<bool>& answered,
+                                  const std::vector<std::string>& hosts, double timeout);
+
+// "rank 1", "ranks 0 and 2", "ranks 0, 2 and 3", each "rank R on HOST" when `hosts` names more
+// than one host.
+std::string ranks_text(const std::vector<int>& ranks, const std::vector<std::string>& hosts);
 
 // Typed helpers over the byte calls.
 template <class T>

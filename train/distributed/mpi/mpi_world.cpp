@@ -1,17 +1,21 @@
 // The world through Open MPI (train/distributed/world.h). Every call is non-blocking underneath and
 // waited for with a deadline (runtime.dist_timeout), so a rank whose peer hung reports it
-// instead of waiting forever; a peer that died is noticed by mpirun, which ends the job.
+// instead of waiting forever; a peer that died is noticed by mpirun, which ends the job. A wait
+// that runs out takes a roll call on a communicator of its own, so the job's one report names
+// the ranks that did not arrive (MissingRankError, train/distributed/comm.h).
 
 #include <mpi.h>
 
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,6 +40,17 @@ class MpiComm final : public Comm {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors come back to us
+    // The roll call's messages travel apart from the job's, so no receive of the job ever
+    // matches one.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &roll_), "comm_dup", -1);
+    MPI_Comm_set_errhandler(roll_, MPI_ERRORS_RETURN);
+    // Every rank's host name, for the report of a rank that did not arrive (a namespaced
+    // host's own UTS name: gethostname, not the address mpirun was given).
+    std::string mine(kHostName, '\0');
+    if (gethostname(mine.data(), mine.size() - 1) != 0) mine[0] = '?';
+    std::string all(kHostName * static_cast<size_t>(size_), '\0');
+    allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
+    for (int r = 0; r < size_; ++r) hosts_.push_back(all.substr(r * kHostName, kHostName).c_str());
   }
 
   int rank() const override { return rank_; }
@@ -84,6 +99,8 @@ class MpiComm final : public Comm {
 
  private:
   static constexpr size_t kPiece = size_t{1} << 30;  // bytes per MPI call (counts are int)
+  static constexpr size_t kHostName = 256;           // bytes per host name in the exchange
+  static constexpr int kRollCallTag = 7;
 
   static int piece(size_t size, size_t off) {
     return static_cast<int>(std::min(kPiece, size - std::min(size, off)));
@@ -101,10 +118,12 @@ class MpiComm final : public Comm {
   // between tests, as Open MPI's blocking calls do when ranks share cores, while it waits for
   // a rank that is behind; past kYieldSeconds it sleeps a millisecond between tests (a yield
   // with nothing else to run keeps the core busy: a rank waiting out a peer that hung, or one
-  // that runs another command, spun at 70-90% of a core). Throws after timeout_ seconds. A pause of this process
-  // itself (more than a second between two looks at the clock: it was stopped, SIGSTOP, or not
-  // scheduled) is not waiting: a rank that was stopped and continued (mpirun continues it to
-  // end the job after another rank gave up on it) must not blame the others for its own pause.
+  // that runs another command, spun at 70-90% of a core; with the naps it uses about 1%). A
+  // sleeping wait also answers a roll call another rank took. After timeout_ seconds it takes
+  // one itself. A pause of this process itself (more than a second between two looks at the
+  // clock: it was stopped, SIGSTOP, or not scheduled) is not waiting: a rank that was stopped
+  // and continued (mpirun continues it to end the job after another rank gave up on it) must
+  // not blame the others for its own pause.
   void wait(MPI_Request& r, const std::string& what) {
     using Clock = std::chrono::steady_clock;
     Clock::time_point last = Clock::now();
@@ -115,8 +134,8 @@ class MpiComm final : public Comm {
       if (done) return;
       const bool patient = waited > 1e-3;  // past the first millisecond: yield between tests
       if (waited > kYieldSeconds) {
-        const timespec pause{0, 1'000'000};  // far behind: 1 ms naps, the core stays free
-        nanosleep(&pause, nullptr);
+        nap();  // far behind: the core stays free
+        if (roll_called()) roll_call(what);
       } else if (patient) {
         sched_yield();
       }
@@ -125,16 +144,74 @@ class MpiComm final : public Comm {
       const double step = std::chrono::duration<double>(now - last).count();
       last = now;
       if (step < 1.0) waited += step;
-      if (waited > timeout_)
-        fail("waited {:.0f} s (runtime.dist_timeout) for {}: a rank hung or is far behind",
-             timeout_, what);
+      if (waited > timeout_) roll_call(what);
     }
+  }
+
+  static void nap() {
+    const timespec pause{0, 1'000'000};  // 1 ms
+    nanosleep(&pause, nullptr);
+  }
+
+  // Whether another rank has called the roll (its message waits on roll_).
+  bool roll_called() const {
+    int flag = 0;
+    return MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_, &flag, MPI_STATUS_IGNORE) ==
+               MPI_SUCCESS &&
+           flag != 0;
+  }
+
+  // The roll call of a job that waited too long, taken by every rank that is waiting: this rank
+  // tells every other one it is here, then listens for kRollCallSeconds (a rank waiting in any
+  // call answers within a nap; one that hung, was stopped, died or is computing far behind does
+  // not), and throws MissingRankError naming those that did not answer. The sends are never
+  // waited for: a stopped rank never takes them, and the job ends. `what` this rank waited for
+  // goes into the message of a deadlock (every rank answered).
+  [[noreturn]] void roll_call(const std::string& what) {
+    static const unsigned char kHere = 1;  // static: the sends may read it after we return
+    for (int p = 0; p < size_; ++p) {
+      MPI_Request s;
+      if (p != rank_ && MPI_Isend(&kHere, 1, MPI_BYTE, p, kRollCallTag, roll_, &s) == MPI_SUCCESS)
+        MPI_Request_free(&s);
+    }
+    std::vector<bool> answered(static_cast<size_t>(size_), false);
+    answered[static_cast<size_t>(rank_)] = true;
+    int count = 1;
+    const auto end =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kRollCallSeconds);
+    while (count < size_ && std::chrono::steady_clock::now() < end) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_, &flag, &status) != MPI_SUCCESS) break;
+      if (!flag) {
+        nap();
+        continue;
+      }
+      unsigned char byte = 0;
+      MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, kRollCallTag, roll_, MPI_STATUS_IGNORE);
+      if (!answered[static_cast<size_t>(status.MPI_SOURCE)]) ++count;
+      answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
+    }
+    std::vector<int> missing;
+    int lowest = -1;
+    for (int p = 0; p < size_; ++p) {
+      if (!answered[static_cast<size_t>(p)]) missing.push_back(p);
+      if (answered[static_cast<size_t>(p)] && lowest < 0) lowest = p;
+    }
+    std::string message = missing_ranks_message(answered, hosts_, timeout_);
+    if (missing.empty()) message += fmt::format(" (rank {} waited for {})", rank_, what);
+    throw MissingRankError(message, std::move(missing), lowest == rank_);
   }
 
   // How long a wait yields before it sleeps: longer than the steps of the models headlab
   // trains take to drift apart, so ranks in step never sleep.
   static constexpr double kYieldSeconds = 0.05;
+  // How long a roll call listens: ranks that wait answer within a nap, but a rank about to
+  // reach its wait (it finishes a step first) and a busy machine's scheduler need longer.
+  static constexpr double kRollCallSeconds = 2.0;
   int rank_ = 0, size_ = 1;
+  MPI_Comm roll_ = MPI_COMM_NULL;
+  std::vector<std::string> hosts_;  // by rank
   double timeout_ = kDefaultPeerTimeout;
 };
 
