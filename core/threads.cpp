@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cctype>
@@ -33,6 +34,14 @@ int num_threads() {
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
+}
+
+int affinity_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return hardware_threads();
+  const int n = CPU_COUNT(&set);
+  return n > 0 ? n : hardware_threads();
 }
 
 // OpenBLAS 0.3.21's x86-64 core names by the vector width of their SGEMM kernels.

@@ -13,6 +13,10 @@ namespace headlab {
 void set_num_threads(int n);
 int num_threads();
 int hardware_threads();
+// The cores this process may run on (its affinity mask, sched_getaffinity): fewer than
+// hardware_threads() when a launcher bound it (mpirun binds each rank to one core by default).
+// hardware_threads() where the mask cannot be read.
+int affinity_cores();
 
 struct BlasInfo {
   std::string version;    // openblas_get_config()
