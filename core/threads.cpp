@@ -109,6 +109,14 @@ bool openmp_spinning_limited() {
   return spinning_limited.load();
 }
 
+int affinity_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return hardware_threads();
+  const int n = CPU_COUNT(&set);
+  return n > 0 ? n : hardware_threads();
+}
+
 // OpenBLAS 0.3.21's x86-64 core names by the vector width of their SGEMM kernels.
 int openblas_core_vector_bits(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(),

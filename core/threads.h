@@ -15,6 +15,10 @@ int num_threads();
 // The CPUs this process may run on: its affinity mask (taskset, a cgroup's cpuset), not every
 // online CPU, so "all cores" never puts two threads on one CPU. At least 1.
 int hardware_threads();
+// The cores this process may run on (its affinity mask, sched_getaffinity): fewer than
+// hardware_threads() when a launcher bound it (mpirun binds each rank to one core by default).
+// hardware_threads() where the mask cannot be read.
+int affinity_cores();
 
 // What set_num_threads does with a request: n >= 1 as asked, 0 all `usable_cpus`. Throws
 // headlab::Error if n < 0.

@@ -18,6 +18,7 @@ packages=(
   chromium chromium-driver python3-selenium
   poppler-utils
   libopenmpi-dev openmpi-bin  # data-parallel training and sweeps: mpirun (docs/distributed.md)
+  slurm-wlm  # srun as the launcher: the tests run a one-node cluster ("dist: slurm: ...")
 )
 for flag in "$@"; do
   case "$flag" in

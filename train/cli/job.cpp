@@ -12,6 +12,7 @@
 #include "train/config/config.h"
 #include "train/distributed/agree.h"
 #include "train/distributed/build_id.h"
+#include "train/distributed/world.h"
 #include "train/plugins/loader.h"
 #include "train/tasks/registry.h"
 
@@ -94,6 +95,17 @@ void check_ranks_agree(const Config& config) {
     if (text[at] != '#') values.append(text, at, end - at).push_back('\n');
   }
   check_same_on_every_rank(comm, "the resolved config", values);
+}
+
+std::string binding_warning(int threads) {
+  const std::string launcher = launcher_name();
+  const int want = threads > 0 ? threads : hardware_threads(), cores = affinity_cores();
+  if (launcher.empty() || want <= cores) return "";
+  const std::string fix = launcher == "srun"
+                              ? fmt::format("add --cpus-per-task={}", want)
+                              : fmt::format("add --bind-to none or --map-by slot:PE={}", want);
+  return fmt::format("headlab: warning: rank {} runs {} threads on {} core{} ({} bound it; {})",
+                     launcher_rank(), want, cores, cores == 1 ? "" : "s", launcher, fix);
 }
 
 }  // namespace headlab::cli

@@ -36,4 +36,9 @@ std::string numeric_settings(int threads);
 // differs and how. Sets the world's timeout from runtime.dist_timeout. Nothing alone.
 void check_ranks_agree(const Config& config);
 
+// Under a launcher, when this rank's `threads` (0: every core) exceed the cores it is bound to:
+// the warning line naming the launcher's flag that gives each rank its threads' cores; else "".
+// (mpirun binds each of up to 2 ranks to one core by default, and the threads then share it.)
+std::string binding_warning(int threads);
+
 }  // namespace headlab::cli

@@ -213,9 +213,9 @@ int main(int argc, char** argv) {
   // Under mpirun only rank 0 prints an error found before the world is open.
   if (launched_by_mpi() && launcher_size() > 1 && !command_name.empty() &&
       !runs_distributed(command_name))
-    return report(
-        fmt::format("headlab {} runs as one process; run it without mpirun", command_name),
-        cli::kUsage);
+    return report(fmt::format("headlab {} runs as one process; run it without {}", command_name,
+                              launcher_name()),
+                  cli::kUsage);
   try {
     cli::set_world(open_world());
   } catch (const Error& e) {

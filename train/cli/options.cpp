@@ -11,6 +11,8 @@
 
 #include "core/error.h"
 #include "layers/option_schema.h"
+#include "train/cli/job.h"
+#include "train/distributed/world.h"
 #include "train/io/files.h"
 
 namespace headlab::cli {
@@ -219,6 +221,13 @@ std::string resume_command(const std::filesystem::path& out, const std::vector<s
   }
   if (!has_out) args.insert(args.end(), {"--out", out.string()});
   if (!has_resume) args.push_back("--resume");
+  // A job's checkpoint holds its global batch: resumed without its launcher (one rank) it would
+  // be refused, so the command starts as many ranks again. The launcher's other options (a
+  // hostfile, binding) are not known here; the user adds them as before.
+  const std::string launcher = launcher_name();
+  if (!launcher.empty() && world().size() > 1)
+    args.insert(args.begin(),
+                {launcher, launcher == "srun" ? "-n" : "-np", std::to_string(world().size())});
   return shell_command(args);
 }
 

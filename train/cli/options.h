@@ -75,7 +75,8 @@ const std::vector<std::string>& command_line();
 std::string shell_command(const std::vector<std::string>& args);
 // The command that continues what this process was doing in `out`: its own command line without
 // the words in `drop`, with --resume and --out OUT added where missing (the hint an interrupted
-// train or sweep prints).
+// train or sweep prints). Under a launcher with several ranks it starts with the launcher and
+// the rank count ("mpirun -np 2 headlab train ...", "srun -n 2 ...").
 std::string resume_command(const std::filesystem::path& out,
                            const std::vector<std::string>& drop = {});
 

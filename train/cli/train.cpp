@@ -177,7 +177,13 @@ class CliSessionHooks : public TrainSessionHooks {
   void check_memory(const Config& config, MemoryUse use, int64_t examples) override {
     check_memory_now(config, use, examples);
   }
-  void config_loaded(const Config& config) override { check_ranks_agree(config); }
+  void config_loaded(const Config& config) override {
+    check_ranks_agree(config);
+    // Before the run starts: threads bound to fewer cores only share them (slower, same bits).
+    if (const std::string w = binding_warning(static_cast<int>(config.runtime.threads));
+        !w.empty() && speaks_for_job())
+      std::fputs((w + "\n").c_str(), stderr);
+  }
   // train.log, from the claim on.
   void run_dir_claimed(const fs::path& out) override {
     Output& output = Output::get();

@@ -24,6 +24,9 @@ bool launched_by_mpi();
 // before MPI_Init, so the CLI can speak for rank 0 alone before opening the world.
 int launcher_rank();
 int launcher_size();
+// "mpirun" (Open MPI's: OMPI_COMM_WORLD_SIZE), "srun" (Slurm's: SLURM_STEP_ID with PMIx's or
+// PMI's rank), or "" when no launcher started this process.
+std::string launcher_name();
 
 // The MPI library this headlab was built with ("Open MPI v4.1.4"), or "" without MPI.
 std::string mpi_library();

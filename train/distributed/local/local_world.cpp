@@ -15,9 +15,9 @@ std::string mpi_library() {
 std::unique_ptr<Comm> open_world() {
   if (launched_by_mpi() && launcher_size() > 1)
     fail(
-        "this headlab was built without MPI, so it cannot run as one of {} ranks under mpirun; "
-        "install libopenmpi-dev (scripts/install-deps.sh), rebuild, or run it without mpirun",
-        launcher_size());
+        "this headlab was built without MPI, so it cannot run as one of {} ranks under {}; "
+        "install libopenmpi-dev (scripts/install-deps.sh), rebuild, or run it without {}",
+        launcher_size(), launcher_name(), launcher_name());
   return std::make_unique<LocalComm>();
 }
 
