@@ -83,9 +83,10 @@ json calibration(Comm& comm, int64_t floats, int64_t chunk, int reps) {
   });
   // The chain's hops, each timed by its sender as the chain's sends are (a send ends when the
   // next rank has taken the message; on a shared machine a sender that yielded its core waits to
-  // get it back), their mean; and the broadcast's last hop into rank 0 (every rank receives the
-  // whole gradient from the last one), timed by rank 0, the receiver. On a network the two are
-  // one bandwidth; on a busy shared machine they need not be.
+  // get it back), their mean; and the broadcast's hop into rank 0 (to 4 ranks Open MPI's
+  // broadcast sends each rank the whole gradient from the root, the last rank), timed by rank 0,
+  // the receiver. On a network the two are one bandwidth; on a busy shared machine they need not
+  // be.
   const int n = comm.size();
   double up = 0;
   for (int from = 0; from + 1 < n; ++from)
