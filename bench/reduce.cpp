@@ -152,7 +152,7 @@ json in_step(Comm& comm, const ReduceBenchOptions& o) {
 }  // namespace
 
 json run_reduce_bench(Comm& comm, const ReduceBenchOptions& o) {
-  if (comm.size() < 2) fail("bench --reduce needs at least 2 ranks (run it under mpirun -np N)");
+  if (comm.size() < 2) fail("--reduce needs at least 2 ranks (run it under mpirun -np N)");
   json rows = json::array();
   for (int64_t floats = 256; floats <= (int64_t{1} << 24); floats *= 4) {
     const std::vector<double> s = time_finish(comm, {floats}, o.reps);

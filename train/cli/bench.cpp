@@ -227,7 +227,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     bench::StepBenchOptions& step = opts->step;
     step.comm = &world();
     if (opts->reduce) {
-      if (!step.config.empty()) fail("bench --reduce takes --preset S|M|L, not --config");
+      if (!step.config.empty()) fail("--reduce takes --preset S|M|L, not --config");
       bench::ReduceBenchOptions ro;
       if (!step.preset.empty()) ro.preset = step.preset;
       if (cmd->get_option("--reps")->count() > 0) ro.reps = opts->kernel.reps;
