@@ -29,6 +29,10 @@ struct StepSubject {
   // Optional (data-parallel steps): seconds the last train_step spent reducing gradients over
   // its ranks; reported as allreduce_ms_median.
   std::function<double()> reduce_seconds;
+  // Optional: when the last train_step began reducing, on this rank (steady clock, seconds). The
+  // ranks of one host share that clock, so `bench --reduce` tells the time its rank 0 waited
+  // for the last rank to arrive from the transfer itself (bench/reduce.h).
+  std::function<double()> reduce_began;
 };
 
 struct MeasureOptions {

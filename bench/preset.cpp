@@ -1,6 +1,7 @@
 // The preset workloads of `headlab bench --preset` (see bench/step.h): the PyTorch reference's
 // encoder, step and data.
 
+#include <chrono>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -121,22 +122,31 @@ struct PresetState {
   std::vector<std::span<float>> grads;
   std::unordered_map<const void*, size_t> index;  // a parameter's node -> its buffer
   LeafDone leaf_done;                             // the overlap's hook, as TrainStep's
+  std::chrono::steady_clock::time_point reduce_began;  // this rank's backward ended
 };
 
 }  // namespace
 
+std::vector<int64_t> preset_gradient_sizes(const std::string& name) {
+  Rng init(0);
+  Encoder model(preset_encoder(find_preset(name)), init);
+  return PresetState::gradient_sizes(model);
+}
+
 Workload preset_workload(const StepBenchOptions& o, int threads_option) {
   const Preset& p = find_preset(o.preset);
   const int64_t ranks = o.comm ? o.comm->size() : 1;
-  if (p.batch % ranks != 0)
+  if (p.batch < ranks)
     fail("bench: preset {}'s batch of {} does not split over {} ranks", p.name, p.batch, ranks);
   const int threads = threads_option > 0 ? threads_option : 1;
   set_backend(parse_backend(o.backend.empty() ? "auto" : o.backend));
   set_num_threads(threads);
 
-  const int64_t B = p.batch / ranks, T = p.seq, global_tokens = p.batch * T;
-  auto state =
-      std::make_shared<PresetState>(p, o.seed, o.comm, B, (o.comm ? o.comm->rank() : 0) * B);
+  // Rank r takes rows [r batch / N, (r + 1) batch / N): an equal split where N divides the
+  // batch, else one row more on some ranks (3 ranks of L's 32: 10, 11, 11).
+  const int64_t rank = o.comm ? o.comm->rank() : 0, first = rank * p.batch / ranks;
+  const int64_t B = (rank + 1) * p.batch / ranks - first, T = p.seq, global_tokens = p.batch * T;
+  auto state = std::make_shared<PresetState>(p, o.seed, o.comm, B, first);
   PresetState& s = *state;
   int64_t n_params = 0;
   for (const auto& np : s.model.named_parameters()) n_params += np.var.numel();
@@ -154,16 +164,23 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
     if (overlap) {  // as training reduces (train/run/step.cpp)
       s.reduce.begin_last(B * T);
       loss.tape()->backward(loss, nullptr, &s.leaf_done);
+      s.reduce_began = std::chrono::steady_clock::now();
       s.reduce.end_last(s.grads);
     } else {
       loss.backward();
       s.reduce.add(s.grads, B * T);
+      s.reduce_began = std::chrono::steady_clock::now();
     }
     s.reduce.finish(s.grads, global_tokens);
     s.adam.step();
     return loss.value()[0];
   };
-  if (ranks > 1) w.subject.reduce_seconds = [&s] { return s.reduce.last_seconds(); };
+  if (ranks > 1) {
+    w.subject.reduce_seconds = [&s] { return s.reduce.last_seconds(); };
+    w.subject.reduce_began = [&s] {
+      return std::chrono::duration<double>(s.reduce_began.time_since_epoch()).count();
+    };
+  }
   w.subject.forward = [&s, feature, B, T] { s.model.forward({feature}, B, T); };
   w.subject.set_training = [&s](bool training) { training ? s.model.train() : s.model.eval(); };
   w.subject.forward_flops = forward_flops(p);

@@ -22,10 +22,12 @@
 //
 // Under `mpirun -np N` (options.comm of N ranks) the preset's step is data-parallel over the same
 // global batch: rank r takes rows [r B/N, (r + 1) B/N) of the preset's batch, and the gradients
-// are reduced as training reduces them (train/distributed/reduce.h) before Adam; the report adds ranks,
-// batch_per_rank, overlap and allreduce_ms_median (the reduction's time per step, waiting
-// included; with the overlap, only the part after the backward: what the step waits for).
+// are reduced as training reduces them (train/distributed/reduce.h) before Adam (where N does not
+// divide B, some ranks take a row more); the report adds ranks, batch_per_rank (rank 0's),
+// overlap and allreduce_ms_median (the reduction's time per step, waiting included; with the
+// overlap, only the part after the backward: what the step waits for).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +70,8 @@ struct Workload {
 // `threads` 0 keeps the config's runtime.threads (presets: 1).
 Workload preset_workload(const StepBenchOptions& options, int threads);
 Workload config_workload(const StepBenchOptions& options, int threads);
+// The length of each gradient buffer of a preset's model, in the order its step reduces them.
+std::vector<int64_t> preset_gradient_sizes(const std::string& preset);
 
 // The flat report of measure_steps plus the description (keys as in torch_reference.py where
 // they mean the same).

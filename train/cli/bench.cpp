@@ -8,8 +8,10 @@
 //   --config FILE    the training step of a config (with --set overrides), through the trainer.
 //   --profile        with --preset or --config: one step split by op (forward ops, backward
 //                    entries, optimizer regions), each beside the GEMM-only time of its products.
-//   --reduce         under mpirun: the gradient reduction alone, 1 KiB to 64 MiB, and its fit
-//                    (latency, bandwidth) for the cost model of docs/distributed.md.
+//   --reduce         under mpirun: the gradient reduction as the step times it, 1 KiB to 64 MiB
+//                    and a preset's own buffers (--preset, default L), alone and inside that
+//                    preset's training step, and the figures that calibrate the cost model of
+//                    docs/distributed.md (bench/dist_cost_model.py --check).
 //
 // Adding a mode: a bench/<mode>.{h,cpp} that returns the JSON it reports, its flags and its
 // printer here, and one branch in the command's callback.
@@ -112,13 +114,31 @@ void print_step_bench(const json& r) {
 }
 
 void print_reduce_table(const json& r) {
-  fmt::print("gradient reduction over {} ranks (median of {}): chain in rank order + broadcast\n",
-             r["ranks"].get<int>(), r["reps"].get<int>());
+  fmt::print(
+      "gradient reduction over {} ranks (GradientReducer::finish as the step times it, median "
+      "of {}): chain in rank order + broadcast\n",
+      r["ranks"].get<int>(), r["reps"].get<int>());
   for (const json& row : r["rows"])
     fmt::print("  {:>12} bytes {:10.3f} ms (fastest {:.3f})\n", row["bytes"].get<int64_t>(),
                row["ms"].get<double>(), row["ms_min"].get<double>());
-  fmt::print("  latency {:.1f} us (1 KiB), bandwidth {:.2f} GB/s (64 MiB), from the fastest\n",
-             r["fit"]["latency_us"].get<double>(), r["fit"]["bandwidth_gb_per_s"].get<double>());
+  const json& p = r["preset"];
+  fmt::print("preset {}: {} bytes in {} buffers, chunks of {} bytes\n",
+             p["preset"].get<std::string>(), p["bytes"].get<int64_t>(), p["buffers"].get<int64_t>(),
+             p["chunk_bytes"].get<int64_t>());
+  fmt::print("  alone        {:.3f} ms\n", p["isolated_ms"].get<double>());
+  fmt::print(
+      "  in the step  {:.3f} ms (median of {} steps): the last rank began {:.3f} ms after rank "
+      "0, the rest {:.3f} ms\n",
+      p["in_step_ms"].get<double>(), p["steps"].get<int>(), p["in_step_wait_ms"].get<double>(),
+      p["in_step_transfer_ms"].get<double>());
+  const json& c = r["calibration"];
+  fmt::print(
+      "calibration: alpha {:.1f} us, beta {:.2f} GB/s ({} bytes rank 0 to 1), gamma {:.2f} GB/s "
+      "(add) {:.2f} GB/s (copy), broadcast of the preset's gradient {:.3f} ms\n",
+      c["alpha_us"].get<double>(), c["beta_gb_per_s"].get<double>(),
+      c["beta_message_bytes"].get<int64_t>(), c["gamma_add_gb_per_s"].get<double>(),
+      c["gamma_copy_gb_per_s"].get<double>(), c["bcast_ms"].get<double>());
+  fmt::print("  predicted: bench/dist_cost_model.py --check FILE (this report, --json)\n");
 }
 
 void print_profile(const json& r) {
@@ -189,15 +209,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                  "Only this thread count (default: 1 and all cores)");
   add_int_option(*cmd, "--reps", opts->kernel.reps, 1, 1000,
                  "Timed repetitions per entry (median reported)");
-  cmd->add_flag("--reduce", opts->reduce,
-                "Under mpirun: time the gradient reduction alone over the ranks (1 KiB to 64 MiB)");
+  cmd->add_flag(
+      "--reduce", opts->reduce,
+      "Under mpirun: time the gradient reduction as the step does, alone (1 KiB to 64 MiB "
+      "and --preset's buffers, default L) and inside the preset's step");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of tables");
   cmd->add_flag("--cpu-clock", opts->step.cpu_clock,
                 "--profile on the thread's CPU clock (one thread on a shared machine)");
   cmd->add_flag("--profile", opts->profile,
                 "With --preset or --config: one step's time by op (forward, backward, optimizer), "
                 "each beside the GEMM-only time of its products");
-  cmd->callback([opts, &exit_code] {
+  cmd->callback([cmd, opts, &exit_code] {
     exit_code = kOk;
     auto emit = [&](const json& r, auto print) {
       if (!speaks_for_job()) return;  // under mpirun rank 0 prints
@@ -208,6 +230,15 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     };
     bench::StepBenchOptions& step = opts->step;
     step.comm = &world();
+    if (opts->reduce) {
+      if (!step.config.empty()) fail("--reduce takes --preset S|M|L, not --config");
+      bench::ReduceBenchOptions ro;
+      if (!step.preset.empty()) ro.preset = step.preset;
+      if (cmd->get_option("--reps")->count() > 0) ro.reps = opts->kernel.reps;
+      ro.steps = step.steps;
+      ro.warmup = step.warmup;
+      return emit(bench::run_reduce_bench(world(), ro), print_reduce_table);
+    }
     if (!step.preset.empty() || !step.config.empty()) {  // --threads 0: the workload's own
       if (opts->profile && world().size() > 1)
         fail("bench --profile runs as one process; run it without mpirun");
@@ -215,8 +246,6 @@ void add_bench_command(CLI::App& app, int& exit_code) {
         return emit(bench::run_step_profile(step, opts->kernel.threads), print_profile);
       return emit(bench::run_step_bench(step, opts->kernel.threads), print_step_bench);
     }
-    if (opts->reduce)
-      return emit(bench::run_reduce_bench(world(), opts->kernel.reps), print_reduce_table);
     if (opts->profile) fail("bench: --profile needs --preset S|M|L or --config FILE");
     if (!opts->kernels)
       fail("bench: no mode given (expected --kernels, --preset S|M|L, --config FILE or --reduce)");
