@@ -146,6 +146,10 @@ size_t onednn_cached_primitives() {
 }
 
 void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b, float* c) const {
+  // Batched products (the composed attention's per-head ones, tens of values a side) stay fp32:
+  // oneDNN's bf16 matmul runs them several times slower than headlab's GEMM (bench --kernels).
+  if (current_precision() == Precision::bf16 && desc.batch == 1)
+    return detail::bf16_matmul(desc, a, b, nullptr, false, c);
   if (fast::own_gemm_available()) return fast::gemm(desc, a, b, c);
   GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;
