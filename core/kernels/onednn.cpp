@@ -4,7 +4,8 @@
 // layer normalization (fast_layer_norm.cpp) by headlab's vectorized loops instead; matrix
 // products by headlab's own GEMM where the CPU has AVX-512 (gemm.h: faster than oneDNN's
 // matmul at these shapes, allocation-free, and beta = 1 adds exactly the beta = 0 result),
-// oneDNN's matmul primitive elsewhere.
+// oneDNN's matmul primitive elsewhere; at Precision::bf16, single products by oneDNN's bf16
+// matmul (onednn_bf16.cpp).
 
 #include <algorithm>
 #include <array>
