@@ -53,10 +53,16 @@ def parse_args():
                                                          os.path.join(HERE, "torch_reference.py")))
     p.add_argument("--baseline", help="another headlab executable (an earlier build) run in the same "
                                       "rotation: the table adds its ms and the speed-up over it")
+    p.add_argument("--precisions", default="",
+                   help="tables to measure, e.g. fp32,bf16 (default: fp32, and bf16 where the CPU has "
+                        "AVX512_BF16): headlab --precision and torch_reference.py --precision (autocast)")
     p.add_argument("--json", help="also write every run's report to this file")
     a = p.parse_args()
     a.presets = [s.strip() for s in a.presets.split(",") if s.strip()]
     a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
+    a.precisions = [s.strip() for s in a.precisions.split(",") if s.strip()] or \
+        (["fp32", "bf16"] if cpu_has_bf16() else ["fp32"])
+    a.precision = a.precisions[0]
     steps = dict(DEFAULT_STEPS)
     for item in filter(None, a.steps.split(",")):
         k, v = item.split("=")
@@ -94,10 +100,18 @@ def run(cmd):
     return json.loads(lines[-1]), usage.ru_maxrss / 1024.0, wall
 
 
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512_bf16" in line for line in f)
+    except OSError:
+        return False
+
+
 def torch_cmd(a, preset, threads, core):
     cmd = [a.python, a.reference, "--config", preset, "--steps", str(a.steps[preset]),
            "--warmup", str(WARMUP[preset]), "--infer-steps", str(max(10, a.steps[preset] // 2)),
-           "--openblas-core", core]
+           "--openblas-core", core, "--precision", a.precision]
     if threads == 1:
         cmd += ["--threads", "1"]
     elif preset == "S":
@@ -109,7 +123,7 @@ def torch_cmd(a, preset, threads, core):
 
 def headlab_cmd(a, preset, threads, exe=None):
     return [exe or a.headlab, "bench", "--preset", preset, "--threads", str(threads), "--steps",
-            str(a.steps[preset]), "--warmup", str(WARMUP[preset]), "--json"]
+            str(a.steps[preset]), "--warmup", str(WARMUP[preset]), "--precision", a.precision, "--json"]
 
 
 def med(xs):
@@ -131,7 +145,7 @@ def measure_pair(a, preset, threads, torch_settings, log):
                 cmd = torch_cmd(a, preset, threads, who[len("torch-"):])
             rep, rss, wall = run(cmd)
             runs[who].append((rep, rss))
-            log.append({"who": who, "preset": preset, "threads": threads, "round": i,
+            log.append({"who": who, "preset": preset, "threads": threads, "round": i, "precision": a.precision,
                         "load": os.getloadavg()[0], "peak_rss_mb_child": rss, "wall_s": wall, "report": rep})
         print("  {} {} thread(s) round {}: headlab {:8.3f} ms  {}  (load {:.2f})".format(
             preset, threads, i + 1, runs["headlab"][-1][0]["train_step_ms_median"],
@@ -164,7 +178,9 @@ def summarize(preset, threads, runs):
         "gemm_only_ms": med([r["gemm_only_ms"] for r in hl]),
         "step_over_gemm": med([r["step_over_gemm_only"] for r in hl]),
         "gflops": med([r["achieved_gflops"] for r in hl]),
-        "peak_fraction": med([r["fraction_of_fma_peak"] for r in hl]),
+        # bf16 runs against the bf16 dot-product peak, fp32 runs against the FMA peak
+        "peak_fraction": med([r.get("fraction_of_bf16_peak", r["fraction_of_fma_peak"]) for r in hl]),
+        "precision": hl[0].get("precision", "fp32"),
         "allocs": med([r["allocations_per_step"] for r in hl]),
         "headlab_rss": max(r for _, r in runs["headlab"]),
         "torch_rss": max(r for w in torch for _, r in runs[w]),
@@ -176,7 +192,7 @@ def print_table(rows, settings):
     hdr = ("| preset | threads | headlab ms | " + ("baseline ms | speed-up | " if with_base else "") +
            " | ".join("PyTorch ms ({})".format(s) for s in settings) +
            " | ratios vs faster | median ratio | target | clean-step ratio | GEMM-only ms | step / GEMM-only"
-           " | % of FMA peak | allocs/step | peak RSS MB (headlab / torch) |")
+           " | % of peak | allocs/step | peak RSS MB (headlab / torch) |")
     print(hdr)
     print("|" + "|".join(["---"] * (hdr.count("|") - 1)) + "|")
     for r in rows:
@@ -212,12 +228,28 @@ def main():
             best, best, openblas_core.cpu_vector_bits())))
     print("  load average {:.2f} {:.2f} {:.2f}".format(*load), flush=True)
     rows, log = [], []
-    for threads in a.threads:
-        for preset in a.presets:
-            runs = measure_pair(a, preset, threads, settings, log)
-            rows.append(summarize(preset, threads, runs))
-    print()
-    print_table(rows, settings)
+    for precision in a.precisions:
+        a.precision = precision
+        print("precision {}".format(precision), flush=True)
+        for threads in a.threads:
+            for preset in a.presets:
+                runs = measure_pair(a, preset, threads, settings, log)
+                rows.append(summarize(preset, threads, runs))
+    for precision in a.precisions:
+        print()
+        print("{} products (% of peak: {})".format(
+            precision, "the bf16 dot-product peak" if precision == "bf16" else "the FMA peak"))
+        print_table([r for r in rows if r["precision"] == precision], settings)
+    if "fp32" in a.precisions and "bf16" in a.precisions:
+        print()
+        for r in rows:
+            if r["precision"] != "bf16":
+                continue
+            f = [x for x in rows if x["precision"] == "fp32" and x["preset"] == r["preset"]
+                 and x["threads"] == r["threads"]][0]
+            print("headlab bf16 vs fp32, {} {} thread(s): {:.2f} ms vs {:.2f} ms = {:.2f}x (medians of separate "
+                  "rotations)".format(r["preset"], r["threads"], r["headlab_ms"], f["headlab_ms"],
+                                      f["headlab_ms"] / r["headlab_ms"]))
     cores = {s: sorted({c for r in rows for c in [r["torch_core"][s]]}) for s in settings}
     print("PyTorch's OpenBLAS cores as run: " + "; ".join("{}: {}".format(s, ", ".join(map(str, c)))
                                                         for s, c in cores.items()))

@@ -64,6 +64,7 @@ Workload config_workload(const StepBenchOptions& o, int threads) {
   std::vector<std::string> sets = o.sets;
   if (threads > 0) sets.push_back(fmt::format("runtime.threads={}", threads));
   if (!o.backend.empty()) sets.push_back(fmt::format("runtime.backend=\"{}\"", o.backend));
+  if (!o.precision.empty()) sets.push_back(fmt::format("runtime.precision=\"{}\"", o.precision));
   const Config config =
       load_config(o.config, sets, {}, [](const std::filesystem::path& p) { load_plugin(p); });
   check_memory(config);  // against what this machine has, before the model is built

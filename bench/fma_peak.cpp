@@ -42,10 +42,30 @@ __attribute__((target("avx2,fma"))) double fma_flops_avx2(int64_t iters) {
   return 2.0 * 8 * kChains256 * static_cast<double>(iters);
 }
 
+// Only this function is built for AVX512_BF16 (called where the CPU has it): the rest of the
+// binary runs on any x86-64. Inputs near 1 keep the accumulators finite.
+__attribute__((target("avx512f,avx512bf16"))) double dot_flops_bf16(int64_t iters) {
+  __m512 acc[kChains512];
+  for (int j = 0; j < kChains512; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
+  const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(-1e-7f));
+  const __m512bh y = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.25f));
+  for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains512; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], x, y);
+  __m512 sum = acc[0];
+  for (int j = 1; j < kChains512; ++j) sum = _mm512_add_ps(sum, acc[j]);
+  volatile float sink = _mm512_cvtss_f32(sum);
+  (void)sink;
+  return 2.0 * 32 * kChains512 * static_cast<double>(iters);  // 32 products per instruction
+}
+
 using FmaKernel = double (*)(int64_t);
 
 bool has_avx512() {
   return __builtin_cpu_supports("avx512f");
+}
+bool has_bf16() {
+  return has_avx512() && __builtin_cpu_supports("avx512bf16");
 }
 bool has_avx2() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -87,6 +107,18 @@ std::vector<FmaPeak> fma_peaks(const std::vector<int>& threads) {
     if (has_avx2()) peaks.push_back({"avx2+fma", t, fma_gflops(fma_flops_avx2, t, 3, 10'000'000)});
   }
   return peaks;
+}
+
+std::vector<FmaPeak> bf16_peaks(const std::vector<int>& threads) {
+  std::vector<FmaPeak> peaks;
+  if (!has_bf16()) return peaks;
+  for (int t : threads)
+    peaks.push_back({"avx512bf16", t, fma_gflops(dot_flops_bf16, t, 3, 10'000'000)});
+  return peaks;
+}
+
+double bf16_peak_gflops_per_core() {
+  return has_bf16() ? fma_gflops(dot_flops_bf16, 1, 5, 2'000'000) : 0.0;
 }
 
 double fma_peak_gflops_per_core() {

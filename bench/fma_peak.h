@@ -10,7 +10,7 @@
 namespace headlab::bench {
 
 struct FmaPeak {
-  std::string isa;  // "avx512f" or "avx2+fma"
+  std::string isa;  // "avx512f" or "avx2+fma"; "avx512bf16": the bf16 dot-product peak
   int threads = 1;
   double gflops = 0.0;  // summed over the threads
 };
@@ -19,8 +19,15 @@ struct FmaPeak {
 // kernels use here, AVX2 what OpenBLAS's Haswell kernels use. Best of three runs of 20-50 ms.
 std::vector<FmaPeak> fma_peaks(const std::vector<int>& threads);
 
+// The bf16 dot-product peak (vdpbf16ps: 16 lanes of two bf16 products added to an fp32
+// accumulator, 64 flops an instruction) at each thread count, where the CPU has AVX512_BF16
+// (empty elsewhere); measured as fma_peaks. The yardstick of the bf16 products.
+std::vector<FmaPeak> bf16_peaks(const std::vector<int>& threads);
+
 // One core's peak with the widest ISA the CPU has (0 without AVX2+FMA). Best of five runs of
 // about 5 ms.
 double fma_peak_gflops_per_core();
+// Likewise the bf16 dot-product peak (0 without AVX512_BF16).
+double bf16_peak_gflops_per_core();
 
 }  // namespace headlab::bench

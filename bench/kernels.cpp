@@ -112,6 +112,25 @@ json bench_matmuls(const KernelBenchOptions& o, const std::vector<int>& threads)
                         {"gflops", flops / s * 1e-9}});
       }
     }
+    if (!bf16_supported()) continue;
+    // The bf16 products (runtime.precision = "bf16"), operand rounding included.
+    set_precision(Precision::bf16);
+    for (int t : threads) {
+      set_num_threads(t);
+      const Kernels& k = kernels_for(Backend::onednn);
+      const double s = seconds_per_call([&] { k.gemm(c.d, a.data(), b.data(), out.data()); }, o);
+      rows.push_back({{"shape", c.name},
+                      {"m", d.m},
+                      {"n", d.n},
+                      {"k", d.k},
+                      {"batch", d.batch},
+                      {"backend", "onednn"},
+                      {"precision", "bf16"},
+                      {"threads", t},
+                      {"us_per_call", s * 1e6},
+                      {"gflops", flops / s * 1e-9}});
+    }
+    set_precision(Precision::fp32);
   }
   return rows;
 }
@@ -209,6 +228,9 @@ json run_kernels_bench(const KernelBenchOptions& o) {
   report["peak"] = json::array();
   for (const FmaPeak& p : fma_peaks(threads))
     report["peak"].push_back({{"threads", p.threads}, {"isa", p.isa}, {"gflops", p.gflops}});
+  report["bf16_peak"] = json::array();
+  for (const FmaPeak& p : bf16_peaks(threads))
+    report["bf16_peak"].push_back({{"threads", p.threads}, {"isa", p.isa}, {"gflops", p.gflops}});
   report["matmul"] = bench_matmuls(o, threads);
   report["kernels"] = bench_other_kernels(o, threads);
   report["attention"] = bench_attention(o, threads);

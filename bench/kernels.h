@@ -14,8 +14,9 @@ struct KernelBenchOptions {
   double min_rep_seconds = 0.02;
 };
 
-// {"mode": "kernels", "reps", "peak": [{threads, isa, gflops}], "matmul": [{shape, m, n, k,
-// batch, backend, threads, us_per_call, gflops}], "kernels": [{kernel, backend, threads,
+// {"mode": "kernels", "reps", "peak": [{threads, isa, gflops}], "bf16_peak": [the same, for the
+// bf16 dot product; empty without AVX512_BF16], "matmul": [{shape, m, n, k, batch, backend,
+// threads, us_per_call, gflops, and "precision": "bf16" on the bf16 products' rows}], "kernels": [{kernel, backend, threads,
 // us_per_call}]}. Leaves the thread count at the last one measured.
 nlohmann::json run_kernels_bench(const KernelBenchOptions& options);
 

@@ -186,6 +186,8 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
   const double per_step = 1.0 / static_cast<double>(o.steps);
   const double fwd = subject.forward_flops, train_flops = 3.0 * fwd;
   const double peak = fma_peak_gflops_per_core();
+  const bool bf16 = current_precision() == Precision::bf16;
+  const double bf16_peak = bf16 ? bf16_peak_gflops_per_core() : 0.0;
   const double achieved = train_flops / (med * 1e-3) * 1e-9;
   json r = {
       {"threads", o.threads},
@@ -209,6 +211,7 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"achieved_gflops", achieved},
       {"fma_peak_gflops_per_core", peak},
       {"fraction_of_fma_peak", peak > 0 ? achieved / (peak * o.threads) : 0.0},
+      {"precision", precision_name(current_precision())},
       {"infer_gflops_per_s", fwd / (infer_med * 1e-3) * 1e-9},
       {"gemm_only_ms", gemm.ms},
       {"gemm_calls_per_step", gemm.calls},
@@ -224,6 +227,10 @@ json measure_steps(const StepSubject& subject, const MeasureOptions& o) {
       {"loss_first", loss_first},
       {"loss_last", loss_last},
   };
+  if (bf16) {
+    r["bf16_peak_gflops_per_core"] = bf16_peak;
+    r["fraction_of_bf16_peak"] = bf16_peak > 0 ? achieved / (bf16_peak * o.threads) : 0.0;
+  }
   if (!reduce_ms.empty()) r["allreduce_ms_median"] = median(reduce_ms);
   return r;
 }

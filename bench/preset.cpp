@@ -18,6 +18,7 @@
 #include "optim/adam.h"
 #include "train/distributed/comm.h"
 #include "train/distributed/reduce.h"
+#include "train/run/model.h"
 
 namespace headlab::bench {
 namespace {
@@ -140,6 +141,13 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
     fail("bench: preset {}'s batch of {} does not split over {} ranks", p.name, p.batch, ranks);
   const int threads = threads_option > 0 ? threads_option : 1;
   set_backend(parse_backend(o.backend.empty() ? "auto" : o.backend));
+  {  // runtime.precision's rule (train/run/model.h), refusing bf16 in the same words
+    Config c;
+    c.runtime.backend = o.backend.empty() ? "auto" : o.backend;
+    c.runtime.precision = o.precision.empty() ? "fp32" : o.precision;
+    c.origins["runtime.precision"] = "--precision";
+    set_precision(resolve_precision(c));
+  }
   set_num_threads(threads);
 
   // Rank r takes rows [r batch / N, (r + 1) batch / N): an equal split where N divides the

@@ -49,6 +49,7 @@ struct StepBenchOptions {
   int steps = 0;                  // timed steps; 0: the workload's default
   int warmup = 0;                 // 0: the workload's default
   std::string backend;            // empty: the config's runtime.backend (presets: auto)
+  std::string precision;          // empty: the config's runtime.precision (presets: fp32)
   int seed = 0;                   // presets: parameters and batch
   bool cpu_clock = false;         // --profile on the thread's CPU clock
   Comm* comm = nullptr;           // the ranks of a data-parallel preset step (null: alone)

@@ -19,6 +19,11 @@ void notify_attention_gemms(GemmObserver& o, const AttentionDesc& d, bool backwa
 
 namespace {
 
+std::atomic<Precision>& active_precision() {
+  static std::atomic<Precision> p{Precision::fp32};
+  return p;
+}
+
 std::atomic<Backend>& active() {
   static std::atomic<Backend> b{resolve_auto_backend()};
   return b;
@@ -104,6 +109,20 @@ void set_backend(Backend b) {
 }
 Backend current_backend() {
   return active().load(std::memory_order_relaxed);
+}
+
+const char* precision_name(Precision p) {
+  return p == Precision::bf16 ? "bf16" : "fp32";
+}
+
+void set_precision(Precision p) {
+  if (p == Precision::bf16 && !bf16_supported())
+    fail("precision: bf16 needs a CPU with the AVX512_BF16 instructions, which this one lacks");
+  active_precision().store(p, std::memory_order_relaxed);
+}
+
+Precision current_precision() {
+  return active_precision().load(std::memory_order_relaxed);
 }
 
 void set_gemm_observer(GemmObserver* observer) {

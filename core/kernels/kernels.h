@@ -162,6 +162,21 @@ const Kernels& kernels_for(Backend b);
 void set_backend(Backend b);
 Backend current_backend();
 
+// The precision of the onednn backend's matrix products (runtime.precision; docs/performance.md,
+// "bf16"). fp32: fp32 operands. bf16: both operands rounded to bf16 (round to nearest even) and
+// multiplied on the CPU's AVX512_BF16 dot-product instructions with fp32 accumulation and an fp32
+// C, for single products (batch 1: every Linear, forward and backward); batched products (the
+// composed attention's per-head ones) and everything else (the fused attention, softmax, LayerNorm, reductions, master weights and
+// optimizer state) stays fp32. The reference and blas backends always run fp32.
+enum class Precision { fp32, bf16 };
+const char* precision_name(Precision p);
+// Whether this CPU has the AVX512_BF16 instructions the bf16 products run on (cpuid, checked once).
+bool bf16_supported();
+// Throws headlab::Error for bf16 where bf16_supported() is false. Like set_backend, not to be
+// switched while another thread computes.
+void set_precision(Precision p);
+Precision current_precision();
+
 // Sees the matrix products the kernels run, for benchmarks (the GEMM-only time of a training
 // step). Every implementation reports the descriptor of each gemm and gemm_bias_act call, and
 // for the fused attention the attention_gemms() it stands for, before computing.

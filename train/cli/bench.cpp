@@ -63,6 +63,10 @@ void add_step_options(CLI::App& cmd, bench::StepBenchOptions& o) {
       cmd, "--backend", o.backend,
       "Kernel backend: auto, reference, blas, onednn (default: auto, or the config's)",
       "one of auto, reference, blas, onednn");
+  add_string_option(cmd, "--precision", o.precision,
+                    "Matrix products: fp32, bf16, bf16_or_fp32 (default: fp32, or the config's "
+                    "runtime.precision)",
+                    "one of fp32, bf16, bf16_or_fp32");
   add_int_option(cmd, "--seed", o.seed, 0, 1 << 30,
                  "Seed of the parameters and the batch (--preset)");
   cmd.add_flag_callback(
@@ -77,10 +81,10 @@ std::string workload_line(const json& r) {
                                                 : "config " + r["config"].get<std::string>();
   return fmt::format(
       "{} (seq {}, d_model {}, heads {}, batch {}, layers {}), {} thread(s), "
-      "backend {}",
+      "backend {}, precision {}",
       what, r["seq"].get<int64_t>(), r["d_model"].get<int64_t>(), r["heads"].get<int64_t>(),
       r["batch"].get<int64_t>(), r["layers"].get<int64_t>(), r["threads"].get<int>(),
-      r["backend"].get<std::string>());
+      r["backend"].get<std::string>(), r.value("precision", std::string("fp32")));
 }
 
 void print_step_bench(const json& r) {
@@ -97,6 +101,10 @@ void print_step_bench(const json& r) {
       "({:.1f} GFLOP/s per core)\n",
       r["achieved_gflops"].get<double>(), r["train_flops_approx"].get<double>() * 1e-9,
       100.0 * r["fraction_of_fma_peak"].get<double>(), r["fma_peak_gflops_per_core"].get<double>());
+  if (r.contains("fraction_of_bf16_peak"))
+    fmt::print("              {:.0f}% of the bf16 dot-product peak ({:.1f} GFLOP/s per core)\n",
+               100.0 * r["fraction_of_bf16_peak"].get<double>(),
+               r["bf16_peak_gflops_per_core"].get<double>());
   fmt::print("  GEMM-only   {:.3f} ms ({} calls); step / GEMM-only = {:.2f}\n",
              r["gemm_only_ms"].get<double>(), r["gemm_calls_per_step"].get<int64_t>(),
              r["step_over_gemm_only"].get<double>());
@@ -167,14 +175,19 @@ void print_kernel_tables(const json& report) {
   for (const json& p : report["peak"])
     fmt::print("peak: FMA {:<9} {} thread(s): {:7.1f} GFLOP/s\n", p["isa"].get<std::string>(),
                p["threads"].get<int>(), p["gflops"].get<double>());
-  fmt::print("\n{:<34} {:>9} {:>3} {:>10} {:>9} {:>7}\n", "matmul m x n x k", "backend", "thr",
+  for (const json& p : report.value("bf16_peak", json::array()))
+    fmt::print("peak: bf16 dot {:<10} {} thread(s): {:7.1f} GFLOP/s\n", p["isa"].get<std::string>(),
+               p["threads"].get<int>(), p["gflops"].get<double>());
+  fmt::print("\n{:<34} {:>11} {:>3} {:>10} {:>9} {:>7}\n", "matmul m x n x k", "backend", "thr",
              "us/call", "GFLOP/s", "% peak");
   for (const json& r : report["matmul"]) {
-    double peak = 0.0;  // the widest ISA's
-    for (const json& p : report["peak"])
+    // fp32 rows against the widest ISA's FMA peak, bf16 rows against the bf16 dot-product peak
+    const bool bf16 = r.value("precision", std::string("fp32")) == "bf16";
+    double peak = 0.0;
+    for (const json& p : report[bf16 ? "bf16_peak" : "peak"])
       if (p["threads"] == r["threads"]) peak = std::max(peak, p["gflops"].get<double>());
-    fmt::print("{:<34} {:>9} {:>3} {:>10.1f} {:>9.1f} {:>6.0f}%\n", r["shape"].get<std::string>(),
-               r["backend"].get<std::string>(), r["threads"].get<int>(),
+    fmt::print("{:<34} {:>11} {:>3} {:>10.1f} {:>9.1f} {:>6.0f}%\n", r["shape"].get<std::string>(),
+               r["backend"].get<std::string>() + (bf16 ? " bf16" : ""), r["threads"].get<int>(),
                r["us_per_call"].get<double>(), r["gflops"].get<double>(),
                peak > 0 ? 100.0 * r["gflops"].get<double>() / peak : 0.0);
   }

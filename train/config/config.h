@@ -76,6 +76,9 @@ struct TrainConfig {
 
 struct RuntimeConfig {
   std::string backend = "auto";
+  // Matrix products in "fp32", "bf16" (refused on a CPU without AVX512_BF16) or "bf16_or_fp32"
+  // (bf16 where the CPU has it, else fp32); core/kernels/kernels.h, Precision.
+  std::string precision = "fp32";
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
   double dist_timeout = kDefaultPeerTimeout;  // seconds a rank waits for another

@@ -304,6 +304,14 @@ void runtime_keys(std::vector<Key>& k) {
                   .one_of({"auto", "reference", "blas", "onednn"})
                   .is(KeyClass::runtime)
                   .doc("Kernel backend."));
+  // Declared result: bf16 products change what training computes, so a resume keeps it.
+  k.push_back(key_of("runtime.precision", &C::runtime, &U::precision)
+                  .one_of({"fp32", "bf16", "bf16_or_fp32"})
+                  .is(KeyClass::result)
+                  .doc("Matrix products in fp32, or in bf16 with fp32 accumulation on the CPU's "
+                       "AVX512_BF16 instructions (backend onednn or auto; fp32 master weights, "
+                       "optimizer state and reductions); bf16 is refused on a CPU without them, "
+                       "bf16_or_fp32 runs fp32 there (docs/performance.md, \"bf16\")."));
   k.push_back(
       key_of("runtime.threads", &C::runtime, &U::threads)
           .range(0, 1024)

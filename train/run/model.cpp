@@ -20,9 +20,27 @@ constexpr uint64_t kDropoutStream = 0x44524f50ull << 32;  // "DROP"
 
 }  // namespace
 
+Precision resolve_precision(const Config& config) {
+  const std::string& p = config.runtime.precision;
+  if (p == "fp32") return Precision::fp32;
+  const bool onednn = parse_backend(config.runtime.backend) == Backend::onednn;
+  if (p == "bf16_or_fp32") return onednn && bf16_supported() ? Precision::bf16 : Precision::fp32;
+  if (!onednn)
+    fail(
+        "{}: runtime.precision = \"bf16\" needs runtime.backend \"onednn\" or \"auto\", not \"{}\"",
+        config.where("runtime.precision"), config.runtime.backend);
+  if (!bf16_supported())
+    fail(
+        "{}: runtime.precision = \"bf16\" needs a CPU with AVX512_BF16 instructions, which this "
+        "one lacks (\"bf16_or_fp32\" runs fp32 here)",
+        config.where("runtime.precision"));
+  return Precision::bf16;
+}
+
 RunModel::RunModel(Config config) : config_(std::move(config)) {
   set_num_threads(static_cast<int>(config_.runtime.threads));
   set_backend(parse_backend(config_.runtime.backend));
+  set_precision(resolve_precision(config_));
   task_ = make_task(config_.task);
   const auto seed = static_cast<uint64_t>(config_.train.seed);
   Rng init_rng = Rng::derive(seed, kInitStream);

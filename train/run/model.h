@@ -3,8 +3,8 @@
 // step (step.h) and the run (trainer.h) build on: the validated Config it was built from, its
 // task and its encoder.
 //
-// Building one sets the process's thread count and kernel backend (runtime.threads,
-// runtime.backend), makes the task (train/tasks/registry.h) and the encoder from the config's
+// Building one sets the process's thread count, kernel backend and precision (runtime.threads,
+// runtime.backend, runtime.precision: resolve_precision), makes the task (train/tasks/registry.h) and the encoder from the config's
 // options (encoder_options, train/config/model.h), initialised from train.seed, so that every
 // rank and every process builds the same weights; its dropout masks are keyed by train.seed too
 // (core/sample_rng.h). It writes nothing. restore() loads a checkpoint's weights once it has
@@ -22,6 +22,12 @@ namespace headlab {
 class Encoder;
 class Task;
 struct CheckpointData;
+enum class Precision;
+
+// runtime.precision resolved on this machine: "fp32"; "bf16", refused (headlab::Error, one line
+// naming runtime.precision and its position) on a CPU without AVX512_BF16 or with a backend
+// other than onednn (auto); "bf16_or_fp32": bf16 where that holds, else fp32.
+Precision resolve_precision(const Config& config);
 
 class RunModel {
  public:
