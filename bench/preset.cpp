@@ -121,8 +121,8 @@ struct PresetState {
   GradientReducer reduce;
   std::vector<int32_t> ids, targets;
   std::vector<std::span<float>> grads;
-  std::unordered_map<const void*, size_t> index;  // a parameter's node -> its buffer
-  LeafDone leaf_done;                             // the overlap's hook, as TrainStep's
+  std::unordered_map<const void*, size_t> index;       // a parameter's node -> its buffer
+  LeafDone leaf_done;                                  // the overlap's hook, as TrainStep's
   std::chrono::steady_clock::time_point reduce_began;  // this rank's backward ended
 };
 
