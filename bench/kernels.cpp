@@ -94,42 +94,34 @@ json bench_matmuls(const KernelBenchOptions& o, const std::vector<int>& threads)
     const double flops = 2.0 * d.m * d.n * d.k * d.batch;
     Tensor a = filled(d.batch * d.m * d.k), b = filled(d.batch * d.k * d.n),
            out = filled(d.batch * d.m * d.n);
+    // One row per timed call: the fp32 rows carry no precision (as before bf16 existed).
+    const auto time = [&](Backend backend, int t, const char* precision) {
+      set_num_threads(t);
+      const Kernels& k = kernels_for(backend);
+      const double s = seconds_per_call([&] { k.gemm(c.d, a.data(), b.data(), out.data()); }, o);
+      json row = {{"shape", c.name},
+                  {"m", d.m},
+                  {"n", d.n},
+                  {"k", d.k},
+                  {"batch", d.batch},
+                  {"backend", backend_name(backend)},
+                  {"threads", t},
+                  {"us_per_call", s * 1e6},
+                  {"gflops", flops / s * 1e-9}};
+      if (precision) row["precision"] = precision;
+      rows.push_back(std::move(row));
+    };
     for (Backend backend : {Backend::reference, Backend::blas, Backend::onednn}) {
       if (backend == Backend::reference && flops > kReferenceMaxFlops) continue;
       for (int t : threads) {
         if (backend == Backend::reference && t != threads.front()) continue;  // single-threaded
-        set_num_threads(t);
-        const Kernels& k = kernels_for(backend);
-        const double s = seconds_per_call([&] { k.gemm(c.d, a.data(), b.data(), out.data()); }, o);
-        rows.push_back({{"shape", c.name},
-                        {"m", d.m},
-                        {"n", d.n},
-                        {"k", d.k},
-                        {"batch", d.batch},
-                        {"backend", backend_name(backend)},
-                        {"threads", t},
-                        {"us_per_call", s * 1e6},
-                        {"gflops", flops / s * 1e-9}});
+        time(backend, t, nullptr);
       }
     }
     if (!bf16_supported()) continue;
     // The bf16 products (runtime.precision = "bf16"), operand rounding included.
     set_precision(Precision::bf16);
-    for (int t : threads) {
-      set_num_threads(t);
-      const Kernels& k = kernels_for(Backend::onednn);
-      const double s = seconds_per_call([&] { k.gemm(c.d, a.data(), b.data(), out.data()); }, o);
-      rows.push_back({{"shape", c.name},
-                      {"m", d.m},
-                      {"n", d.n},
-                      {"k", d.k},
-                      {"batch", d.batch},
-                      {"backend", "onednn"},
-                      {"precision", "bf16"},
-                      {"threads", t},
-                      {"us_per_call", s * 1e6},
-                      {"gflops", flops / s * 1e-9}});
-    }
+    for (int t : threads) time(Backend::onednn, t, "bf16");
     set_precision(Precision::fp32);
   }
   return rows;

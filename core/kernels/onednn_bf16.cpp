@@ -118,15 +118,7 @@ void bf16_matmul(const GemmDesc& desc, const float* a, const float* b, const flo
     if (d.beta != 0.0f) ops.append_sum(d.beta);  // reads C only when present
     if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
-    const dnnl::matmul::desc md =
-        bias ? dnnl::matmul::desc(ad, bd, biasd, cd) : dnnl::matmul::desc(ad, bd, cd);
-    const dnnl::matmul::primitive_desc pd(md, attr, onednn::engine());
-    if (bias)
-      fresh.init(
-          pd,
-          {{DNNL_ARG_SRC, ad}, {DNNL_ARG_WEIGHTS, bd}, {DNNL_ARG_BIAS, biasd}, {DNNL_ARG_DST, cd}});
-    else
-      fresh.init(pd, {{DNNL_ARG_SRC, ad}, {DNNL_ARG_WEIGHTS, bd}, {DNNL_ARG_DST, cd}});
+    onednn::init_matmul(fresh, ad, bd, biasd, bias != nullptr, cd, attr);
   });
   // Per thread, grown to the largest operand seen: no allocation once a run's shapes are seen.
   thread_local std::vector<uint16_t> abuf, bbuf;

@@ -152,4 +152,19 @@ dnnl::primitive_attr base_attr() {
   return attr;
 }
 
+void init_matmul(Entry& entry, const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                 const dnnl::memory::desc& bias, bool with_bias, const dnnl::memory::desc& dst,
+                 const dnnl::primitive_attr& attr) {
+  const dnnl::matmul::desc md = with_bias ? dnnl::matmul::desc(src, weights, bias, dst)
+                                          : dnnl::matmul::desc(src, weights, dst);
+  const dnnl::matmul::primitive_desc pd(md, attr, engine());
+  if (with_bias)
+    entry.init(pd, {{DNNL_ARG_SRC, src},
+                    {DNNL_ARG_WEIGHTS, weights},
+                    {DNNL_ARG_BIAS, bias},
+                    {DNNL_ARG_DST, dst}});
+  else
+    entry.init(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+}
+
 }  // namespace headlab::onednn

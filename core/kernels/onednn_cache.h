@@ -149,4 +149,10 @@ dnnl::memory::desc f32_desc(const dnnl::memory::dims& dims, const dnnl::memory::
 // Attributes every cached primitive uses (user scratchpad), plus what the caller adds.
 dnnl::primitive_attr base_attr();
 
+// Creates `entry` as the matmul dst = src x weights (+ bias, a [1, n] row, when `with_bias`)
+// under `attr`; its execute() then takes {src, weights, bias, dst}, or {src, weights, dst}.
+void init_matmul(Entry& entry, const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                 const dnnl::memory::desc& bias, bool with_bias, const dnnl::memory::desc& dst,
+                 const dnnl::primitive_attr& attr);
+
 }  // namespace headlab::onednn

@@ -55,15 +55,7 @@ void OneDnnKernels::matmul_bias_act(const GemmDesc& desc, const float* a, const 
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(ops);
     }
-    const dnnl::matmul::desc md =
-        bias ? dnnl::matmul::desc(ad, bd, biasd, cd) : dnnl::matmul::desc(ad, bd, cd);
-    const dnnl::matmul::primitive_desc pd(md, attr, onednn::engine());
-    if (bias)
-      fresh.init(
-          pd,
-          {{DNNL_ARG_SRC, ad}, {DNNL_ARG_WEIGHTS, bd}, {DNNL_ARG_BIAS, biasd}, {DNNL_ARG_DST, cd}});
-    else
-      fresh.init(pd, {{DNNL_ARG_SRC, ad}, {DNNL_ARG_WEIGHTS, bd}, {DNNL_ARG_DST, cd}});
+    onednn::init_matmul(fresh, ad, bd, biasd, bias != nullptr, cd, attr);
   });
   if (bias)
     e.execute({a, b, bias, c});
