@@ -33,6 +33,7 @@ class Adam : public Optimizer {
   // [0, 1), eps and weight_decay are finite and >= 0; and as Optimizer's constructor.
   Adam(NamedParameters params, const AdamOptions& options = {});
   const char* name() const override { return decoupled_ ? "adamw" : "adam"; }
+  bool updates_per_parameter() const override { return true; }
   // As constructed; options().lr is the initial rate, lr() the current one.
   const AdamOptions& options() const { return options_; }
 

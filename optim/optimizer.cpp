@@ -31,6 +31,7 @@ Optimizer::Optimizer(NamedParameters params, double lr, std::vector<std::string>
   }
   state_.assign(params_.size(), std::vector<Tensor>(state_names_.size()));
   groups_.assign(params_.size(), ParameterGroup{});
+  owned_.assign(params_.size(), true);
   // name() is not callable yet (pure virtual during construction).
   check_lr("optimizer", lr);
   lr_ = lr;
@@ -55,6 +56,23 @@ void Optimizer::set_parameter_groups(std::vector<ParameterGroup> groups) {
   groups_ = std::move(groups);
 }
 
+void Optimizer::set_owned(std::vector<bool> owned) {
+  if (owned.size() != params_.size())
+    fail("{}: {} ownership flags given for {} parameters", name(), owned.size(), params_.size());
+  owned_ = std::move(owned);
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!owned_[i])
+      for (Tensor& s : state_[i]) s = Tensor();
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& slots : state_)
+    for (const Tensor& s : slots)
+      if (s.defined()) bytes += s.numel() * static_cast<int64_t>(sizeof(float));
+  return bytes;
+}
+
 void Optimizer::set_step_count(int64_t step) {
   if (step < 0) fail("{}: step count is {} but expected >= 0", name(), step);
   step_ = step;
@@ -67,7 +85,7 @@ void Optimizer::step() {
   begin_step();
   for (size_t i = 0; i < params_.size(); ++i) {
     const Var& var = params_[i].var;
-    if (!var.has_grad()) continue;
+    if (!owned_[i] || !var.has_grad()) continue;
     Tensor& value = var.value();
     const Tensor& grad = var.grad();
     HEADLAB_ASSERT(grad.shape() == value.shape());
@@ -136,13 +154,14 @@ void Optimizer::load_state_dict(const StateDict& stored) {
 
   std::unordered_set<std::string> known{"step"};
   for (size_t k = 0; k < state_names_.size(); ++k)
-    for (const auto& p : params_) {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const NamedParameter& p = params_[i];
       const std::string key = state_names_[k] + "." + p.name;
       known.insert(key);
       auto it = given.find(key);
-      if (it == given.end())
-        add("missing '" + key + "'");
-      else if (it->second->shape() != p.var.shape())
+      if (it == given.end()) {
+        if (owned_[i]) add("missing '" + key + "'");
+      } else if (it->second->shape() != p.var.shape())
         add("'" + key + "' has shape " + it->second->shape().str() + " but parameter '" + p.name +
             "' has shape " + p.var.shape().str());
     }
@@ -163,6 +182,7 @@ void Optimizer::load_state_dict(const StateDict& stored) {
 
   for (size_t k = 0; k < state_names_.size(); ++k)
     for (size_t i = 0; i < params_.size(); ++i) {
+      if (!owned_[i]) continue;  // its owner keeps it (set_owned)
       Tensor& s = state_[i][k];
       if (!s.defined()) s = Tensor::empty(params_[i].var.shape());
       s.copy_(*given.at(state_names_[k] + "." + params_[i].name));

@@ -70,6 +70,23 @@ class Optimizer {
   // Names of the per-parameter state slots, e.g. {"exp_avg", "exp_avg_sq"}.
   const std::vector<std::string>& state_names() const { return state_names_; }
 
+  // Sharding (ZeRO-1, train/distributed/shard.h): which parameters this optimizer updates and
+  // keeps state for, one flag per parameter (all, until set). step() leaves the others alone
+  // (their owner updates them and sends the new values), their state is released now and never
+  // allocated, state_dict() reports it as zeros and load_state_dict() keeps only the owned
+  // parameters' (a dict may then omit the others'). Throws headlab::Error unless there is one
+  // flag per parameter.
+  void set_owned(std::vector<bool> owned);
+  bool owns(size_t i) const { return owned_[i]; }
+  // Bytes of state tensors this optimizer holds now (allocated slots only).
+  int64_t state_bytes() const;
+  // Whether an update of parameter i reads nothing but that parameter's value, gradient and
+  // state, the step count and the rates (begin_step may read every gradient: every rank has
+  // them all), so that ranks updating disjoint parameters together make the one-process update.
+  // Sharding refuses an optimizer that says false. The built-ins say true; a registered
+  // optimizer says false unless it overrides this.
+  virtual bool updates_per_parameter() const { return false; }
+
   // The state as named tensors: for every slot and parameter, in parameter order,
   // "<slot>.<param name>" ([param shape]; aliases the live state once allocated, zeros before),
   // then "step": a [2] tensor {step / 2^24, step % 2^24} (both integers, exact in fp32, so any
@@ -110,6 +127,7 @@ class Optimizer {
   // state_[i][k]: slot k of parameter i, undefined until first needed.
   std::vector<std::vector<Tensor>> state_;
   std::vector<ParameterGroup> groups_;
+  std::vector<bool> owned_;  // set_owned
   double lr_;
   // The group of the parameter being updated; 1 and true outside update_parameter.
   double lr_scale_ = 1.0;

@@ -28,6 +28,7 @@ class Sgd : public Optimizer {
   // >= 0, and nesterov comes with momentum > 0; and as Optimizer's constructor.
   Sgd(NamedParameters params, const SgdOptions& options = {});
   const char* name() const override { return "sgd"; }
+  bool updates_per_parameter() const override { return true; }
   // As constructed; options().lr is the initial rate, lr() the current one.
   const SgdOptions& options() const { return options_; }
 

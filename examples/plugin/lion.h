@@ -18,6 +18,8 @@ class Lion : public headlab::Optimizer {
  public:
   Lion(headlab::NamedParameters params, double lr, double beta1, double beta2, double wd);
   const char* name() const override { return "lion"; }
+  // Each update reads its own parameter alone: runtime.shard_optimizer may shard its state.
+  bool updates_per_parameter() const override { return true; }
 
  protected:
   void update_parameter(headlab::Tensor& value, const headlab::Tensor& grad,

@@ -82,6 +82,10 @@ struct RuntimeConfig {
   int64_t threads = 1;  // 0: all cores
   double max_memory_gb = 8.0;
   double dist_timeout = kDefaultPeerTimeout;  // seconds a rank waits for another
+  // Under mpirun: each rank keeps the optimizer state of ~1/N of the parameters (ZeRO-1,
+  // train/run/optimizer_shard.h). Off by default: the gradient reduction still gives every rank
+  // the whole gradient, so sharding saves memory but adds a broadcast of the parameters.
+  bool shard_optimizer = false;
   // Plugins (train/plugins/plugin.h) loaded before the slots and the task are checked. Given
   // relative to the config file's folder (to the current directory in a --set); a loaded config
   // holds them absolute.

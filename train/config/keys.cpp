@@ -329,6 +329,15 @@ void runtime_keys(std::vector<Key>& k) {
                   .is(KeyClass::runtime)
                   .doc("Under mpirun: seconds a rank waits for another before it ends the job "
                        "(docs/distributed.md)."));
+  // Sharding changes where the state lives, not one bit of what is computed, and checkpoints
+  // are the same file either way: a resume may turn it on or off.
+  k.push_back(key_of("runtime.shard_optimizer", &C::runtime, &U::shard_optimizer)
+                  .is(KeyClass::runtime)
+                  .doc("Under mpirun: each rank updates and keeps the optimizer state of about "
+                       "1/N of the parameters and broadcasts their new values (ZeRO-1; the same "
+                       "bits and checkpoints as unsharded; summary.json's optimizer_state says "
+                       "the bytes per rank); refused for an optimizer without a per-parameter "
+                       "update (docs/distributed.md)."));
   // A plugin's identity is its content: run.json records each one's SHA-256 and a resume or an
   // eval refuses a changed one, so the paths themselves may change (a moved build directory).
   k.push_back(key_of("runtime.plugins", &C::runtime, &U::plugins)

@@ -15,6 +15,7 @@
 #include "train/distributed/comm.h"
 #include "train/distributed/reduce.h"
 #include "train/run/model.h"
+#include "train/run/optimizer_shard.h"
 
 namespace headlab {
 namespace {
@@ -42,6 +43,8 @@ TrainStep::TrainStep(RunModel& model, Comm& comm)
       schedule_(std::make_unique<Schedule>(
           make_schedule(schedule_options(model.config()), model.config().optim.lr))),
       counts_(static_cast<size_t>(model.config().train.grad_accum)) {
+  shard_ =
+      std::make_unique<OptimizerShard>(comm_, *optimizer_, model.config().runtime.shard_optimizer);
   // Every micro-batch's backward starts from existing zeroed gradients, the first one of the
   // run included, whichever rank computes it (train/distributed/reduce.h).
   std::vector<int64_t> sizes;
@@ -99,6 +102,7 @@ StepMetrics TrainStep::operator()(int64_t step) {
   m.lr = schedule_->lr_at(m.step);
   optimizer_->set_lr(m.lr);
   optimizer_->step();
+  shard_->broadcast_parameters();
   optimizer_->zero_grad();
   return m;
 }

@@ -20,10 +20,12 @@
 //   norm = clip_grad_norm(params, optim.clip_norm)            before clipping
 //   non-finite loss or norm -> throw NonFiniteError(s)        before any update, on every rank
 //   optimizer.set_lr(schedule.lr_at(s)); optimizer.step(); optimizer.zero_grad()
+//     (runtime.shard_optimizer under mpirun: each rank updates the parameters it owns, then
+//     every owner broadcasts their new values, optimizer_shard.h)
 //
 // With one micro-batch (grad_accum 1, one rank) that is the plain step: no reduction pass.
-// Every rank holds the same parameters and optimizer state after every step; the weights, the
-// optimizer state and the metrics of N ranks x A equal those of one process x N A bit for bit
+// Every rank holds the same parameters and (unsharded) optimizer state after every step; the
+// weights, the optimizer state and the metrics of N ranks x A equal those of one process x N A bit for bit
 // (at the same thread count per process). The data and the dropout masks are pure functions of
 // (train.seed, step, sentence), so a step depends on nothing but the parameters, the optimizer
 // state and `step`.
@@ -46,6 +48,7 @@ namespace headlab {
 class Comm;
 class GradientReducer;
 class Optimizer;
+class OptimizerShard;
 class RunModel;
 class Schedule;
 
@@ -77,6 +80,8 @@ class TrainStep {
   StepMetrics operator()(int64_t step);
 
   Optimizer& optimizer() { return *optimizer_; }
+  // The optimizer state's sharding over the ranks (runtime.shard_optimizer, optimizer_shard.h).
+  OptimizerShard& shard() { return *shard_; }
   // train --dry-run's trial: one forward and backward of the model on the first `sentences`
   // sentences of update 1 (the real shapes: every feature, the task's sequence length), then
   // the gradients zeroed again. Nothing else changes (parameters, optimizer, step). A layer
@@ -104,6 +109,7 @@ class TrainStep {
   RunModel& model_;
   Comm& comm_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<OptimizerShard> shard_;
   std::unique_ptr<Schedule> schedule_;
   std::unique_ptr<GradientReducer> reducer_;
   Batch batch_;

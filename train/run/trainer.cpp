@@ -16,6 +16,7 @@
 #include "train/run/checkpoint.h"
 #include "train/run/evaluate.h"
 #include "train/run/metrics.h"
+#include "train/run/optimizer_shard.h"
 #include "train/run/run_dir.h"
 #include "train/run/timeline.h"
 
@@ -33,6 +34,20 @@ std::string checkpoint_kept(int64_t last_checkpoint) {
   return last_checkpoint >= 0
              ? fmt::format("the last checkpoint (step {}) is untouched", last_checkpoint)
              : std::string("no checkpoint was written");
+}
+
+// summary.json's "optimizer_state": whether it is sharded (runtime.shard_optimizer), the bytes
+// of optimizer state each rank's optimizer holds (asked of every rank: collective) and what each
+// would hold unsharded.
+nlohmann::json optimizer_state_json(Comm& comm, const OptimizerShard& shard,
+                                    const Optimizer& optimizer) {
+  const int64_t mine = optimizer.state_bytes();
+  std::vector<int64_t> held(static_cast<size_t>(comm.size()));
+  comm.allgather(bytes_of(std::span(&mine, 1)), bytes_of(std::span(held)));
+  int64_t whole = 0;
+  for (const auto& p : optimizer.parameters()) whole += p.var.numel();
+  whole *= static_cast<int64_t>(optimizer.state_names().size() * sizeof(float));
+  return {{"sharded", shard.active()}, {"bytes_per_rank", held}, {"bytes_unsharded", whole}};
 }
 
 }  // namespace
@@ -68,6 +83,9 @@ void Trainer::restore(ConfigUse use, const CheckpointData& c) {
   model_.restore(c, use, run_dir_, comm_->size());
   const char* verb = use == ConfigUse::resume ? "resume from" : "evaluate";
   Optimizer& optimizer = train_step_.optimizer();
+  // Sharded, rank 0 takes the whole state in, then hands each rank its part (scatter_state).
+  if (train_step_.shard().active())
+    optimizer.set_owned(std::vector<bool>(optimizer.parameters().size(), true));
   try {
     optimizer.load_state_dict(c.optimizer);
   } catch (const Error& e) {
@@ -85,16 +103,20 @@ void Trainer::restore(ConfigUse use, const CheckpointData& c) {
 void Trainer::share_resumed_state() {
   if (comm_->size() == 1) return;
   StateDict model = comm_->is_root() ? this->model().state_dict() : StateDict{};
-  StateDict optimizer = comm_->is_root() ? this->optimizer().state_dict() : StateDict{};
+  const bool sharded = train_step_.shard().active();
+  StateDict optimizer = comm_->is_root() && !sharded ? this->optimizer().state_dict() : StateDict{};
   broadcast_state_dict(*comm_, 0, model);
-  broadcast_state_dict(*comm_, 0, optimizer);
+  if (sharded)
+    train_step_.shard().scatter_state();  // each rank its own parameters' state alone
+  else
+    broadcast_state_dict(*comm_, 0, optimizer);
   int64_t steps[2] = {step_, last_checkpoint_};
   double seconds[2] = {resumed_elapsed_, resumed_train_seconds_};
   broadcast_values(*comm_, 0, std::span<int64_t>(steps));
   broadcast_values(*comm_, 0, std::span<double>(seconds));
   if (comm_->is_root()) return;
   this->model().load_state_dict(model);
-  this->optimizer().load_state_dict(optimizer);
+  if (!sharded) this->optimizer().load_state_dict(optimizer);
   step_ = steps[0];
   last_checkpoint_ = steps[1];
   resumed_elapsed_ = seconds[0];
@@ -106,27 +128,32 @@ void Trainer::stopped(const NonFiniteError& e) const {
                                              checkpoint_kept(last_checkpoint_)));
 }
 
-void Trainer::check_finite_state(const StateDict& model, const StateDict& optimizer) const {
+std::string Trainer::non_finite_state(const StateDict& model, const StateDict& optimizer) const {
   for (const StateDict* dict : {&model, &optimizer})
     for (const NamedTensor& t : *dict) {
       const float* x = t.tensor.data();
       for (int64_t i = 0; i < t.tensor.numel(); ++i) {
         if (std::isfinite(x[i])) continue;
-        const std::string kept = checkpoint_kept(last_checkpoint_);
-        throw NonFiniteError(
-            step_, fmt::format("training stopped at step {}: the update made {} '{}' {}; {} (try "
-                               "a lower optim.lr or a larger optim.eps)",
-                               step_, dict == &model ? "the parameter" : "the optimizer state",
-                               t.name, std::isnan(x[i]) ? "NaN" : "infinite", kept));
+        return fmt::format(
+            "training stopped at step {}: the update made {} '{}' {}; {} (try a lower optim.lr "
+            "or a larger optim.eps)",
+            step_, dict == &model ? "the parameter" : "the optimizer state", t.name,
+            std::isnan(x[i]) ? "NaN" : "infinite", checkpoint_kept(last_checkpoint_));
       }
     }
+  return {};
 }
 
 void Trainer::save(double elapsed, double train_seconds) {
   CheckpointData c;
   c.model = model().state_dict();
-  c.optimizer = optimizer().state_dict();
-  check_finite_state(c.model, c.optimizer);  // every rank alike: they hold the same state
+  c.optimizer = train_step_.shard().gather_state();  // sharded: the whole state on rank 0 alone
+  // Every rank alike: they hold the same state, or (sharded) hear rank 0's verdict on the whole.
+  std::string problem = comm_->is_root() || !train_step_.shard().active()
+                            ? non_finite_state(c.model, c.optimizer)
+                            : std::string();
+  if (train_step_.shard().active()) problem = broadcast_string(*comm_, 0, problem);
+  if (!problem.empty()) throw NonFiniteError(step_, problem);
   last_checkpoint_ = step_;
   if (!comm_->is_root()) return;  // rank 0 alone writes the run directory
   c.step = step_;
@@ -217,11 +244,14 @@ TrainResult Trainer::run(TrainObserver* observer) {
   result.steps_per_second =
       session.train_seconds > 0 ? static_cast<double>(step_) / session.train_seconds : 0.0;
   result.ranks = comm_->size();
+  const nlohmann::json optimizer_state =
+      optimizer_state_json(*comm_, train_step_.shard(), optimizer());
   if (metrics) {
     result.steps_to_95 = first_step_reaching(metrics->evals(), kLearnedAccuracy);
     nlohmann::json summary = summary_to_json(result, config(), parameter_count());
     // What the task read from its data files (conllu, jsonl): sentences, those over max_len.
     for (const DataCount& d : task().data_counts()) summary["data"][d.name] = d.value;
+    summary["optimizer_state"] = optimizer_state;
     write_summary(run_dir_, summary);
   }
   return result;

@@ -118,8 +118,9 @@ class Trainer {
   void save(double elapsed, double train_seconds);
   // The other ranks' part of resume(): rank 0's loaded state, by message.
   void share_resumed_state();
-  // Throws NonFiniteError when a parameter or optimizer value is NaN or Inf (before a save).
-  void check_finite_state(const StateDict& model, const StateDict& optimizer) const;
+  // The NonFiniteError's message when a parameter or optimizer value is NaN or Inf (before a
+  // save), else "".
+  std::string non_finite_state(const StateDict& model, const StateDict& optimizer) const;
   const std::string& run_id();
 
   std::filesystem::path run_dir_;
