@@ -5,9 +5,13 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -147,6 +151,51 @@ TEST_CASE("train: gradient reduction overlapped with the backward gives the same
   const std::vector<MicroBatch> three = make_micro_batches(3, sizes);
   CHECK(bitwise_equal(reduce_split(three, 3, 1, Overlap::reverse, sizes),
                       reduce_split(three, 1, 3, Overlap::none, sizes)));
+}
+
+// Rank 1's backward throws while its chain thread waits for rank 0's sum, and rank 0 is far
+// behind (it sends nothing until rank 1 is done, or gives up after a minute and sends): the
+// reducer's destructor interrupts the wait (Comm::interrupt), so rank 1 is done, with its own
+// error, long before rank 0 gives up; its comm refuses every later call.
+TEST_CASE("train: a reducer whose backward threw ends its chain's wait for a peer at once") {
+  const std::vector<int64_t> sizes = {GradientReducer::kMinChunk};  // one bucket, one chunk
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool done = false, gave_up = false, refused = false;
+  std::string error;
+  run_ranks(2, [&](Comm& comm) {
+    if (comm.rank() == 0) {
+      std::unique_lock lock(mutex);
+      gave_up = !changed.wait_for(lock, std::chrono::seconds(60), [&] { return done; });
+      if (gave_up) {
+        const std::vector<float> sum(static_cast<size_t>(sizes[0]));
+        comm.send(1, bytes_of(std::span<const float>(sum)));
+      }
+      return;
+    }
+    std::vector<float> grad(static_cast<size_t>(sizes[0]), 1.0f);
+    try {
+      GradientReducer reduce(comm, 1, sizes);
+      reduce.begin_last(5);
+      reduce.ready(0, grad);  // its bucket is in: the chain thread waits for rank 0
+      throw std::runtime_error("the backward failed");
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    try {
+      comm.recv(0, bytes_of(std::span<float>(grad)));
+    } catch (const CommInterrupted&) {
+      refused = true;
+    }
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    changed.notify_all();
+  });
+  CHECK(error == "the backward failed");
+  CHECK_FALSE(gave_up);
+  CHECK(refused);
 }
 
 TEST_CASE("train: gradient reduction of a single micro-batch leaves the gradient untouched") {

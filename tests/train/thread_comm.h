@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -28,19 +29,29 @@ class Mailboxes {
     }
     ready_.notify_all();
   }
+  // Throws CommInterrupted once rank `to` was interrupted (and the box is empty).
   std::vector<std::byte> take(int from, int to) {
     std::unique_lock lock(mutex_);
     auto& box = boxes_[{from, to}];
-    ready_.wait(lock, [&] { return !box.empty(); });
+    ready_.wait(lock, [&] { return !box.empty() || interrupted_.count(to) > 0; });
+    if (box.empty()) throw CommInterrupted();
     std::vector<std::byte> m = std::move(box.front());
     box.pop_front();
     return m;
+  }
+  void interrupt(int rank) {
+    {
+      std::lock_guard lock(mutex_);
+      interrupted_.insert(rank);
+    }
+    ready_.notify_all();
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
   std::map<std::pair<int, int>, std::deque<std::vector<std::byte>>> boxes_;
+  std::set<int> interrupted_;  // ranks whose receives end (Comm::interrupt)
 };
 
 class ThreadComm final : public Comm {
@@ -50,6 +61,7 @@ class ThreadComm final : public Comm {
   int size() const override { return size_; }
   std::string describe() const override { return "threads"; }
   void set_timeout(double) override {}
+  void interrupt() override { boxes_.interrupt(rank_); }
   void send(int to, std::span<const std::byte> data) override {
     boxes_.put(rank_, to, std::vector<std::byte>(data.begin(), data.end()));
   }
