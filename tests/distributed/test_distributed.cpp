@@ -170,6 +170,16 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   CHECK_MESSAGE(after < 30, after << " s after the kill\n" << killed.describe());
   CHECK_MESSAGE(killed.err.find("rank 1") != std::string::npos, killed.describe());
   CHECK_MESSAGE(killed.err.find("signal 9") != std::string::npos, killed.describe());
+  // mpirun's SIGTERM to rank 0 makes it ask who is still there (Comm::presence): its one line
+  // names the rank that died and its host.
+  char host[256] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  CHECK_MESSAGE(count_error_lines(killed) == 1, killed.describe());
+  CHECK_MESSAGE(killed.err.find(fmt::format("headlab: error: train: rank 1 on {} ended during the "
+                                            "run (killed, crashed, or its host went down); rank 0 "
+                                            "on {} is still there",
+                                            host, host)) != std::string::npos,
+                killed.describe());
 
   std::vector<std::string> hang = endless;
   hang.push_back("runtime.dist_timeout=2");

@@ -157,8 +157,8 @@ TEST_CASE("train: gradient reduction overlapped with the backward gives the same
 // (rank 0 sends nothing while rank 1 is busy): the reducer's destructor interrupts that wait
 // (Comm::interrupt) instead of waiting for the peer, so the step's own error is what comes out,
 // and rank 1's comm refuses every later call. What is checked is how the wait ended (by the
-// interrupt, not by a message), never a time. Should the interrupt fail, rank 0 sends the sum
-// after a minute so that the test fails instead of hanging.
+// interrupt, not by a message), never a time. Should the interrupt fail, rank 0 sends after a
+// minute what rank 1 waits for, so that the test fails instead of hanging.
 TEST_CASE("train: a reducer whose backward threw ends its chain's wait for a peer at once") {
   using headlab::testing::Mailboxes;
   const std::vector<int64_t> sizes = {GradientReducer::kMinChunk};  // one bucket, one chunk
@@ -172,7 +172,8 @@ TEST_CASE("train: a reducer whose backward threw ends its chain's wait for a pee
       std::unique_lock lock(mutex);
       if (!changed.wait_for(lock, std::chrono::seconds(60), [&] { return done; })) {
         const std::vector<float> sum(static_cast<size_t>(sizes[0]));
-        comm.send(1, bytes_of(std::span<const float>(sum)));  // the hang guard above
+        for (int i = 0; i < 2; ++i)  // the hang guard above: for the chain, and the recv below
+          comm.send(1, bytes_of(std::span<const float>(sum)));
       }
       return;
     }
