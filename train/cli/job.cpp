@@ -112,17 +112,16 @@ std::string sweep_binding_warning(int threads, int64_t at_once) {
   const std::string launcher = launcher_name();
   const int each = threads > 0 ? threads : hardware_threads(), cores = affinity_cores();
   const int64_t want = each * at_once;
-  if ((launcher.empty() && at_once < 2) || want <= cores) return "";
+  if (launcher.empty() || want <= cores) return "";
+  const std::string jobs = at_once > 1 ? ", or lower --jobs" : "";
   const std::string fix =
-      launcher.empty() ? "lower --jobs or runtime.threads"
-      : launcher == "srun"
-          ? fmt::format("add --cpus-per-task={}, or lower --jobs", want)
-          : fmt::format("add --bind-to none or --map-by slot:PE={}, or lower --jobs", want);
+      launcher == "srun" ? fmt::format("add --cpus-per-task={}{}", want, jobs)
+                         : fmt::format("add --bind-to none or --map-by slot:PE={}{}", want, jobs);
   return fmt::format(
-      "headlab: warning: {} {} run{} at a time of {} thread{} each: {} threads on {} core{} ({}{})",
-      launcher.empty() ? "the sweep runs" : fmt::format("rank {}'s sweep runs", launcher_rank()),
-      at_once, at_once == 1 ? "" : "s", each, each == 1 ? "" : "s", want, cores,
-      cores == 1 ? "" : "s", launcher.empty() ? "" : launcher + " bound it; ", fix);
+      "headlab: warning: rank {}'s sweep runs {} run{} at a time of {} thread{} each: {} threads "
+      "on {} core{} ({} bound it; {})",
+      launcher_rank(), at_once, at_once == 1 ? "" : "s", each, each == 1 ? "" : "s", want, cores,
+      cores == 1 ? "" : "s", launcher, fix);
 }
 
 }  // namespace headlab::cli

@@ -180,7 +180,7 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
 // (sweep_binding_warning). Its runs are not ranks: their own `train` never warns.
 void warn_of_binding(const SweepSpec& spec, const std::vector<SweepRun>& runs, int64_t jobs) {
   Comm& comm = world();
-  if (!speaks_for_job() || (launcher_name().empty() && jobs < 2)) return;
+  if (!speaks_for_job() || launcher_name().empty()) return;
   int most = 1;
   int64_t mine = 0;
   for (size_t i = 0; i < runs.size(); ++i) {

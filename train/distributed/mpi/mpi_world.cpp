@@ -34,8 +34,10 @@ namespace {
 bool we_initialised = false;
 
 // Held for every MPI call after MPI_Init: the job's own (the main thread's, or the gradient
-// reducer's chain thread), the answering thread's and a presence call's.
-std::mutex mpi_lock;
+// reducer's chain thread), the answering thread's and a presence call's. Timed: a presence call
+// gives up when a call of the job does not return (Open MPI's notice of a peer that hung up on
+// TCP waits inside MPI_Test for mpirun, which is busy ending the job).
+std::timed_mutex mpi_lock;
 
 template <class F>
 int locked(F&& call) {
@@ -74,7 +76,7 @@ class MpiComm final : public Comm {
     for (int r = 0; r < size_; ++r) hosts_.push_back(all.substr(r * kHostName, kHostName).c_str());
     if (size_ > 1) answerer_ = std::thread([this] { answer(); });
   }
-  ~MpiComm() override { stop_answering(); }
+  ~MpiComm() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -345,9 +347,10 @@ Comm::Presence MpiComm::presence(double seconds) {
   Presence p, unknown;
   unknown.known = false;
   static const unsigned char kAsk = 1;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   {
-    std::lock_guard lock(mpi_lock);
-    if (closing_) return unknown;
+    std::unique_lock lock(mpi_lock, end);
+    if (!lock.owns_lock() || closing_) return unknown;
     for (int q = 0; q < size_; ++q) {
       MPI_Request s;
       if (q != rank_ && MPI_Isend(&kAsk, 1, MPI_BYTE, q, kAskTag, roll_, &s) == MPI_SUCCESS)
@@ -357,36 +360,38 @@ Comm::Presence MpiComm::presence(double seconds) {
   std::vector<bool> answered(static_cast<size_t>(size_), false);
   answered[static_cast<size_t>(rank_)] = true;
   int count = 1;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  // Takes the answers (and the announcements of a rank that reported its own error) that came.
+  const auto take = [&](std::unique_lock<std::timed_mutex>& lock) {
+    if (!lock.owns_lock() || closing_) return false;
+    for (const int tag : {kHereTag, kLeavingTag}) {
+      for (;;) {
+        int flag = 0;
+        MPI_Status status;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, tag, roll_, &flag, &status) != MPI_SUCCESS || !flag) break;
+        unsigned char byte = 0;
+        MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, tag, roll_, MPI_STATUS_IGNORE);
+        if (tag == kLeavingTag) {
+          p.reported = true;
+          continue;
+        }
+        if (!answered[static_cast<size_t>(status.MPI_SOURCE)]) ++count;
+        answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
+      }
+    }
+    return true;
+  };
   while (count < size_ && std::chrono::steady_clock::now() < end) {
     {
-      std::lock_guard lock(mpi_lock);
-      if (closing_) return unknown;
-      for (const int tag : {kHereTag, kLeavingTag}) {
-        for (;;) {
-          int flag = 0;
-          MPI_Status status;
-          if (MPI_Iprobe(MPI_ANY_SOURCE, tag, roll_, &flag, &status) != MPI_SUCCESS || !flag) break;
-          unsigned char byte = 0;
-          MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, tag, roll_, MPI_STATUS_IGNORE);
-          if (tag == kLeavingTag) {
-            p.reported = true;
-            continue;
-          }
-          if (!answered[static_cast<size_t>(status.MPI_SOURCE)]) ++count;
-          answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
-        }
-      }
+      std::unique_lock lock(mpi_lock, end);
+      if (!take(lock)) return unknown;
     }
     nap();
   }
   {
-    std::lock_guard lock(mpi_lock);  // an announcement that came last
-    int flag = 0;
-    if (!closing_ &&
-        MPI_Iprobe(MPI_ANY_SOURCE, kLeavingTag, roll_, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-        flag)
-      p.reported = true;
+    // One look more, however late: an announcement may have come last.
+    std::unique_lock lock(mpi_lock,
+                          std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    if (!take(lock)) return unknown;
   }
   int lowest = -1;
   for (int q = 0; q < size_; ++q) {
@@ -398,6 +403,11 @@ Comm::Presence MpiComm::presence(double seconds) {
 }
 
 MpiComm* the_world = nullptr;  // the comm open_world made, for close_world and abort_world
+
+MpiComm::~MpiComm() {
+  stop_answering();
+  if (the_world == this) the_world = nullptr;
+}
 
 }  // namespace
 
