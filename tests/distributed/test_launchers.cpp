@@ -117,9 +117,11 @@ TEST_CASE("dist: mpirun's default binding with 2 threads per rank warns once, na
 // before they start, when its runs' threads exceed its cores, and not when mpirun binds nothing.
 TEST_CASE("dist: a sweep under mpirun's default binding with 2 threads per run warns once") {
   TempDir tmp("dist-sweep-binding");
-  const std::vector<std::string> sweep = {
-      HEADLAB_CLI, "sweep", dist_config().string(), "--over", "model.heads=1,2",   "--seeds",
-      "1",         "--set", "train.steps=2",        "--set",  "runtime.threads=2", "--no-progress"};
+  std::vector<std::string> sweep = {HEADLAB_CLI, "sweep",           dist_config().string(),
+                                    "--over",    "model.heads=1,2", "--seeds",
+                                    "1",         "--no-progress"};
+  for (const char* set : {"train.steps=4", "schedule.warmup_steps=1", "runtime.threads=2"})
+    sweep.insert(sweep.end(), {"--set", set});
   std::vector<std::string> bound = {"-np", "2"};
   bound.insert(bound.end(), sweep.begin(), sweep.end());
   bound.insert(bound.end(), {"--out", (tmp / "bound").string()});
