@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -125,7 +124,7 @@ void close_job() {
 // can act on in one line. On that SIGTERM, a thread of every surviving rank asks which ranks
 // are still there (Comm::presence: each rank's comm answers within milliseconds, whatever the
 // rank is doing); the lowest one that is names the ranks that are not, with their hosts, in one
-// line, and they all end. A SIGTERM with every rank there (a stop asked of the job, or of this
+// line. A SIGTERM with every rank there (a stop asked of the job, or of this
 // rank alone) is left to the stop handlers; a rank that reported its own error first (and
 // ended the job: abort_world) said so, and nobody repeats it.
 void watch_for_lost_ranks() {
@@ -141,11 +140,10 @@ void watch_for_lost_ranks() {
           error_line(gone_ranks_message(p.gone, world.size(), world.hosts())) + "\n";
       std::fputs(line.c_str(), stderr);  // stdio locks: beside the main thread's output
       std::fflush(stderr);
-      const timespec pause{0, 200'000'000};  // for mpirun to forward the line
-      nanosleep(&pause, nullptr);
     }
-    std::signal(SIGTERM, SIG_DFL);
-    std::raise(SIGTERM);
+    // No raise of our own: mpirun's SIGKILL ends a survivor a second later anyway, and a live
+    // rank that a loaded machine kept from answering in time must not lose the graceful stop
+    // that this SIGTERM may have asked for (at worst it gets a wrong line, not a lost step).
   }).detach();
 }
 
