@@ -170,6 +170,16 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   CHECK_MESSAGE(after < 30, after << " s after the kill\n" << killed.describe());
   CHECK_MESSAGE(killed.err.find("rank 1") != std::string::npos, killed.describe());
   CHECK_MESSAGE(killed.err.find("signal 9") != std::string::npos, killed.describe());
+  // mpirun's SIGTERM to rank 0 makes it ask who is still there (Comm::presence): its one line
+  // names the rank that died and its host.
+  char host[256] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  CHECK_MESSAGE(count_error_lines(killed) == 1, killed.describe());
+  CHECK_MESSAGE(killed.err.find(fmt::format("headlab: error: train: rank 1 on {} ended during the "
+                                            "run (killed, crashed, or its host went down); rank 0 "
+                                            "on {} is still there",
+                                            host, host)) != std::string::npos,
+                killed.describe());
 
   std::vector<std::string> hang = endless;
   hang.push_back("runtime.dist_timeout=2");
@@ -199,6 +209,25 @@ TEST_CASE("dist: a killed, failing or hung rank ends the job quickly with one li
   CHECK_MESSAGE(f.err.find("headlab: error: train: rank 0: cannot rename") != std::string::npos,
                 f.describe());
   CHECK(f.seconds < 60);
+}
+
+// A SIGTERM to every rank (a scheduler's, or a user's) while all are there is a graceful stop:
+// each rank's presence call finds every rank answering, so nothing names a rank that died, and
+// the ranks stop after the same step with a checkpoint and the continue command.
+TEST_CASE("dist: SIGTERM to every rank stops gracefully, naming no rank as gone") {
+  TempDir tmp("dist-sigterm");
+  const std::vector<std::string> endless = {"train.steps=1000000", "schedule.warmup_steps=3",
+                                            "train.eval_every=0", "train.checkpoint_every=0"};
+  double after = 0;
+  const RunResult r = act_on_rank_during_training(
+      tmp / "run", 2, 1, SIGTERM, endless, after, [](const std::string& tag) {
+        if (const pid_t rank0 = find_rank(tag, 0); rank0 > 0) ::kill(rank0, SIGTERM);
+      });
+  CHECK_MESSAGE(r.exit_code == 128 + SIGTERM, r.describe());
+  CHECK_MESSAGE(count_error_lines(r) == 0, r.describe());
+  CHECK_MESSAGE(r.err.find("ended during the run") == std::string::npos, r.describe());
+  CHECK_MESSAGE(r.err.find("headlab: interrupted by SIGTERM at step") != std::string::npos,
+                r.describe());
 }
 
 // Rank 2 of 4 stops (SIGSTOP) in mid-run: the others wait for it, each for something else (rank

@@ -113,6 +113,35 @@ TEST_CASE("dist: mpirun's default binding with 2 threads per rank warns once, na
   CHECK_MESSAGE(u.err.find("warning: rank") == std::string::npos, u.describe());
 }
 
+// A sweep's runs are processes of their own that inherit their rank's binding: rank 0 warns once,
+// before they start, when its runs' threads exceed its cores, and not when mpirun binds nothing.
+TEST_CASE("dist: a sweep under mpirun's default binding with 2 threads per run warns once") {
+  TempDir tmp("dist-sweep-binding");
+  std::vector<std::string> sweep = {HEADLAB_CLI, "sweep",           dist_config().string(),
+                                    "--over",    "model.heads=1,2", "--seeds",
+                                    "1",         "--no-progress"};
+  for (const char* set : {"train.steps=4", "schedule.warmup_steps=1", "runtime.threads=2"})
+    sweep.insert(sweep.end(), {"--set", set});
+  std::vector<std::string> bound = {"-np", "2"};
+  bound.insert(bound.end(), sweep.begin(), sweep.end());
+  bound.insert(bound.end(), {"--out", (tmp / "bound").string()});
+  const RunResult b = run_cli(bound, mpirun_options());
+  REQUIRE_MESSAGE(b.exit_code == 0, b.describe());
+  const std::string warning =
+      "headlab: warning: rank 0's sweep runs 1 run at a time of 2 threads each: 2 threads on 1 "
+      "core (mpirun bound it; add --bind-to none or --map-by slot:PE=2)";
+  size_t count = 0;
+  for (const std::string& l : b.err_lines()) count += l == warning;
+  CHECK_MESSAGE(count == 1, b.describe());
+
+  std::vector<std::string> unbound = ranks_of(2);  // --bind-to none
+  unbound.insert(unbound.end(), sweep.begin(), sweep.end());
+  unbound.insert(unbound.end(), {"--out", (tmp / "unbound").string()});
+  const RunResult u = run_cli(unbound, mpirun_options());
+  REQUIRE_MESSAGE(u.exit_code == 0, u.describe());
+  CHECK_MESSAGE(u.err.find("warning: rank") == std::string::npos, u.describe());
+}
+
 TEST_CASE("dist: a sweep's children start without the launcher's OMPI_, PMIX_ and PMI_ variables") {
   TempDir tmp("dist-sweep-env");
   const std::string tag = fmt::format("{}-sweep-env", ::getpid());

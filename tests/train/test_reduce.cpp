@@ -5,9 +5,13 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -147,6 +151,110 @@ TEST_CASE("train: gradient reduction overlapped with the backward gives the same
   const std::vector<MicroBatch> three = make_micro_batches(3, sizes);
   CHECK(bitwise_equal(reduce_split(three, 3, 1, Overlap::reverse, sizes),
                       reduce_split(three, 1, 3, Overlap::none, sizes)));
+}
+
+// Rank 1's backward throws while its chain thread waits for rank 0's sum, which never comes
+// (rank 0 sends nothing while rank 1 is busy): the reducer's destructor interrupts that wait
+// (Comm::interrupt) instead of waiting for the peer, so the step's own error is what comes out,
+// and rank 1's comm refuses every later call. What is checked is how the wait ended (by the
+// interrupt, not by a message), never a time. Should the interrupt fail, rank 0 sends after a
+// minute what rank 1 waits for, so that the test fails instead of hanging.
+TEST_CASE("train: a reducer whose backward threw ends its chain's wait for a peer at once") {
+  using headlab::testing::Mailboxes;
+  const std::vector<int64_t> sizes = {GradientReducer::kMinChunk};  // one bucket, one chunk
+  Mailboxes boxes;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool done = false, refused_recv = false, refused_send = false;
+  std::string error;
+  run_ranks(2, boxes, [&](Comm& comm) {
+    if (comm.rank() == 0) {
+      std::unique_lock lock(mutex);
+      if (!changed.wait_for(lock, std::chrono::seconds(60), [&] { return done; })) {
+        const std::vector<float> sum(static_cast<size_t>(sizes[0]));
+        for (int i = 0; i < 2; ++i)  // the hang guard above: for the chain, and the recv below
+          comm.send(1, bytes_of(std::span<const float>(sum)));
+      }
+      return;
+    }
+    std::vector<float> grad(static_cast<size_t>(sizes[0]), 1.0f);
+    try {
+      GradientReducer reduce(comm, 1, sizes);
+      reduce.begin_last(5);
+      reduce.ready(0, grad);        // its bucket is in: the chain thread receives from rank 0
+      boxes.wait_until_blocked(1);  // and waits, as rank 0 sends nothing
+      throw std::runtime_error("the backward failed");
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    try {
+      comm.recv(0, bytes_of(std::span<float>(grad)));
+    } catch (const CommInterrupted&) {
+      refused_recv = true;
+    }
+    try {
+      comm.send(0, bytes_of(std::span<const float>(grad)));
+    } catch (const CommInterrupted&) {
+      refused_send = true;
+    }
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    changed.notify_all();
+  });
+  CHECK(error == "the backward failed");
+  CHECK(boxes.ended_by_interrupt(1) == 1);  // the chain's receive, ended by the destructor
+  CHECK(refused_recv);
+  CHECK(refused_send);
+}
+
+// An interrupt that finds nothing waiting is harmless: a reducer that finished its step never
+// interrupts (the comm goes on working after it), and an interrupt of an idle comm throws
+// nothing, leaves the other ranks' messages alone and only makes that rank's later calls throw.
+TEST_CASE("train: an interrupt with no wait in progress is harmless") {
+  using headlab::testing::Mailboxes;
+  const std::vector<int64_t> sizes = {GradientReducer::kMinChunk};
+  Mailboxes boxes;
+  std::vector<std::vector<float>> got(3);
+  bool threw = false, refused = false;
+  run_ranks(3, boxes, [&](Comm& comm) {
+    const int r = comm.rank();
+    std::vector<float> grad(static_cast<size_t>(sizes[0]), static_cast<float>(r + 1));
+    {
+      GradientReducer reduce(comm, 1, sizes);
+      reduce.begin_last(1);
+      reduce.end_last(std::vector<std::span<float>>{grad});
+      reduce.finish(std::vector<std::span<float>>{grad}, 3);
+    }  // destroyed after a whole step: no interrupt
+    got[static_cast<size_t>(r)] = grad;
+    std::vector<float> v = {static_cast<float>(r)};
+    if (r == 2) {
+      try {
+        comm.interrupt();  // nothing waits on rank 2
+      } catch (...) {
+        threw = true;
+      }
+      try {
+        comm.recv(0, bytes_of(std::span<float>(v)));
+      } catch (const CommInterrupted&) {
+        refused = true;
+      }
+      return;
+    }
+    // Ranks 0 and 1 still talk, after their reducers and beside rank 2's interrupt.
+    if (r == 0) comm.send(1, bytes_of(std::span<const float>(v)));
+    if (r == 1) {
+      comm.recv(0, bytes_of(std::span<float>(v)));
+      got[1].push_back(v[0]);
+    }
+  });
+  CHECK_FALSE(threw);
+  CHECK(refused);
+  CHECK(boxes.ended_by_interrupt(2) == 0);
+  // (1 + 2 + 3) / 3 tokens on every rank; rank 1 also received rank 0's 0.
+  for (int r = 0; r < 3; ++r) CHECK(got[static_cast<size_t>(r)][0] == 2.0f);
+  CHECK(got[1].back() == 0.0f);
 }
 
 TEST_CASE("train: gradient reduction of a single micro-batch leaves the gradient untouched") {

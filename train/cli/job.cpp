@@ -108,4 +108,20 @@ std::string binding_warning(int threads) {
                      launcher_rank(), want, cores, cores == 1 ? "" : "s", launcher, fix);
 }
 
+std::string sweep_binding_warning(int threads, int64_t at_once) {
+  const std::string launcher = launcher_name();
+  const int each = threads > 0 ? threads : hardware_threads(), cores = affinity_cores();
+  const int64_t want = each * at_once;
+  if (launcher.empty() || want <= cores) return "";
+  const std::string jobs = at_once > 1 ? ", or lower --jobs" : "";
+  const std::string fix =
+      launcher == "srun" ? fmt::format("add --cpus-per-task={}{}", want, jobs)
+                         : fmt::format("add --bind-to none or --map-by slot:PE={}{}", want, jobs);
+  return fmt::format(
+      "headlab: warning: rank {}'s sweep runs {} run{} at a time of {} thread{} each: {} threads "
+      "on {} core{} ({} bound it; {})",
+      launcher_rank(), at_once, at_once == 1 ? "" : "s", each, each == 1 ? "" : "s", want, cores,
+      cores == 1 ? "" : "s", launcher, fix);
+}
+
 }  // namespace headlab::cli

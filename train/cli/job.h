@@ -40,5 +40,10 @@ void check_ranks_agree(const Config& config);
 // the warning line naming the launcher's flag that gives each rank its threads' cores; else "".
 // (mpirun binds each of up to 2 ranks to one core by default, and the threads then share it.)
 std::string binding_warning(int threads);
+// The same for a sweep under a launcher, whose runs are processes of their own on this rank's
+// cores (they inherit its binding): when `at_once` runs of `threads` threads each (the most any
+// run has) exceed them, the warning line naming the launcher's flag (and --jobs, when above 1);
+// else "". Without a launcher nothing binds the runs: --jobs above the cores is the user's call.
+std::string sweep_binding_warning(int threads, int64_t at_once);
 
 }  // namespace headlab::cli

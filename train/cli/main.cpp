@@ -19,8 +19,10 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
@@ -102,6 +104,47 @@ int report_local(const std::string& message, int code) {
     }
   }
   abort_world(cli::kUsage);
+}
+
+// Held by the watcher while it asks the ranks, and by close_job: the world is not closed under
+// it, and once closed it is not asked.
+std::mutex watch_mutex;
+bool world_closed = false;
+
+void close_job() {
+  {
+    std::lock_guard lock(watch_mutex);
+    world_closed = true;
+  }
+  close_world();
+}
+
+// A rank that died ends the job through mpirun, which sends SIGTERM to every other rank (then
+// SIGKILL a second later: odls_base_sigkill_timeout) and names no rank of its own that a user
+// can act on in one line. On that SIGTERM, a thread of every surviving rank asks which ranks
+// are still there (Comm::presence: each rank's comm answers within milliseconds, whatever the
+// rank is doing); the lowest one that is names the ranks that are not, with their hosts, in one
+// line. A SIGTERM with every rank there (a stop asked of the job, or of this
+// rank alone) is left to the stop handlers; a rank that reported its own error first (and
+// ended the job: abort_world) said so, and nobody repeats it.
+void watch_for_lost_ranks() {
+  std::thread([] {
+    cli::wait_for_sigterm();
+    std::lock_guard lock(watch_mutex);
+    if (world_closed) return;
+    Comm& world = cli::world();
+    const Comm::Presence p = world.presence(0.5);
+    if (!p.known || p.gone.empty()) return;
+    if (p.speaks && !p.reported) {
+      const std::string line =
+          error_line(gone_ranks_message(p.gone, world.size(), world.hosts())) + "\n";
+      std::fputs(line.c_str(), stderr);  // stdio locks: beside the main thread's output
+      std::fflush(stderr);
+    }
+    // No raise of our own: mpirun's SIGKILL ends a survivor a second later anyway, and a live
+    // rank that a loaded machine kept from answering in time must not lose the graceful stop
+    // that this SIGTERM may have asked for (at worst it gets a wrong line, not a lost step).
+  }).detach();
 }
 
 // Only these commands run as ranks of one job; the others are one process's work.
@@ -228,11 +271,12 @@ int main(int argc, char** argv) {
                                command_name.empty() ? "headlab" : "headlab " + command_name);
     } catch (const Error& e) {
       const int code = report(e.what(), cli::kUsage);
-      close_world();
+      close_job();
       return code;
     }
+  if (cli::world().size() > 1) watch_for_lost_ranks();
   const int failed = run(app, argc, argv);
   const int code = check_outputs(failed >= 0 ? failed : exit_code);
-  close_world();
+  close_job();
   return code;
 }

@@ -1,6 +1,9 @@
 #include "train/cli/signals.h"
 
+#include <semaphore.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <initializer_list>
 
@@ -13,14 +16,23 @@ namespace {
 std::atomic<int> received{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
+// Posted on each SIGTERM (sem_post is async-signal-safe), for wait_for_sigterm.
+sem_t sigterm_seen;
+
 void on_stop(int signal) {
   int none = 0;
   received.compare_exchange_strong(none, signal);
+  if (signal == SIGTERM) {
+    const int saved = errno;
+    sem_post(&sigterm_seen);
+    errno = saved;
+  }
 }
 
 }  // namespace
 
 void ignore_write_signals() {
+  sem_init(&sigterm_seen, 0, 0);
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGXFSZ, SIG_IGN);
 }
@@ -37,6 +49,11 @@ void install_stop_handlers() {
 
 int stop_signal() {
   return received.load();
+}
+
+void wait_for_sigterm() {
+  while (sem_wait(&sigterm_seen) != 0 && errno == EINTR) {
+  }
 }
 
 const char* signal_name(int signal) {

@@ -16,12 +16,16 @@
 
 namespace headlab::cli {
 
-// In main, before anything else: SIGPIPE and SIGXFSZ ignored.
+// In main, before anything else: SIGPIPE and SIGXFSZ ignored (and wait_for_sigterm's semaphore
+// made).
 void ignore_write_signals();
 // Installs the stop handlers for SIGINT, SIGTERM, SIGHUP and SIGUSR1.
 void install_stop_handlers();
 // The first stop signal received, or 0.
 int stop_signal();
+// Blocks until a SIGTERM reaches the stop handlers (for main.cpp's thread that then asks which
+// ranks of the job are still there).
+void wait_for_sigterm();
 // "SIGTERM", "SIGINT", ... (or "signal N").
 const char* signal_name(int signal);
 

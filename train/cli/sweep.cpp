@@ -17,6 +17,7 @@
 // data to rank 0 by message, and rank 0 writes sweep.json, sweep.csv and report.html, the same
 // as one process would.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "core/version.h"
 #include "train/cli/children.h"
 #include "train/cli/commands.h"
@@ -34,7 +36,9 @@
 #include "train/cli/options.h"
 #include "train/cli/output.h"
 #include "train/cli/signals.h"
+#include "train/config/config.h"
 #include "train/distributed/agree.h"
+#include "train/distributed/world.h"
 #include "train/plugins/loader.h"
 #include "train/report/report.h"
 #include "train/run/run_dir.h"
@@ -171,6 +175,26 @@ std::vector<SweepOutcome> train_runs(const SweepSpec& spec, const std::vector<Sw
   return outcomes;
 }
 
+// Once per sweep, from rank 0, before its runs start: the warning when the runs this rank trains
+// at once (--jobs of its share) have more threads, together, than it has cores
+// (sweep_binding_warning). Its runs are not ranks: their own `train` never warns.
+void warn_of_binding(const SweepSpec& spec, const std::vector<SweepRun>& runs, int64_t jobs) {
+  Comm& comm = world();
+  if (!speaks_for_job() || launcher_name().empty()) return;
+  int most = 1;
+  int64_t mine = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(comm.size())) != comm.rank()) continue;
+    ++mine;
+    const SweepRun& r = runs[i];
+    const int64_t t =
+        load_config(spec.config, r.overrides, r.origins, spec.load_plugin).runtime.threads;
+    most = std::max(most, t > 0 ? static_cast<int>(t) : hardware_threads());
+  }
+  if (const std::string w = sweep_binding_warning(most, std::min(jobs, mine)); !w.empty())
+    std::fputs((w + "\n").c_str(), stderr);
+}
+
 SweepSpec make_spec(const SweepArgs& a) {
   SweepSpec spec;
   spec.config = a.config;
@@ -295,6 +319,7 @@ int run_sweep(const SweepArgs& a) {
   const RunDirUse use = start ? RunDirUse::create : RunDirUse::write;
   on_root(comm, [&] { check_run_dir(spec.out_dir, use, DirKind::sweep); });
   const std::vector<SweepRun> runs = plan_on_every_rank(spec, plan);
+  if (!a.report_only) warn_of_binding(spec, runs, a.jobs);
   RunDirClaim claim;
   on_root(comm, [&] {
     claim = claim_run_dir(spec.out_dir, use, DirKind::sweep);

@@ -1,5 +1,6 @@
 #include "train/distributed/comm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -37,8 +38,10 @@ std::vector<std::string> allgather_strings(Comm& comm, const std::string& mine) 
   return out;
 }
 
-std::string ranks_text(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
-  const bool several_hosts = std::set<std::string>(hosts.begin(), hosts.end()).size() > 1;
+std::string ranks_text(const std::vector<int>& ranks, const std::vector<std::string>& hosts,
+                       bool always_hosts) {
+  const bool several_hosts =
+      always_hosts || std::set<std::string>(hosts.begin(), hosts.end()).size() > 1;
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (i > 0) text += i + 1 == ranks.size() ? " and " : ", ";
@@ -65,6 +68,18 @@ std::string missing_ranks_message(const std::vector<bool>& answered,
       "stopped or {} far behind",
       ranks_text(missing, hosts), timeout, ranks_text(here, hosts), one ? "it" : "them",
       one ? "it" : "they", one ? "was" : "were", one ? "is" : "are");
+}
+
+std::string gone_ranks_message(const std::vector<int>& gone, int ranks,
+                               const std::vector<std::string>& hosts) {
+  std::vector<int> here;
+  for (int r = 0; r < ranks; ++r)
+    if (std::find(gone.begin(), gone.end(), r) == gone.end()) here.push_back(r);
+  const auto text = [&](const std::vector<int>& r) { return ranks_text(r, hosts, true); };
+  return fmt::format(
+      "{} ended during the run (killed, crashed, or {} host went down); {} {} still there, and "
+      "the launcher ends the job",
+      text(gone), gone.size() == 1 ? "its" : "their", text(here), here.size() == 1 ? "is" : "are");
 }
 
 std::string broadcast_string(Comm& comm, int root, std::string text) {

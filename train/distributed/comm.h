@@ -46,7 +46,40 @@ class Comm {
   // all[r * mine.size() ..] is rank r's.
   virtual void allgather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
 
+  // Ends the waits of this comm, from any thread: the one in progress on another thread (the
+  // gradient reducer's, when the backward beside it threw) throws CommInterrupted at once
+  // instead of waiting for its peer, and so does every later call. The messages it abandoned
+  // leave the ranks' calls unmatched, so the comm stays unusable; what follows is the end of
+  // the job (the CLI reports the error that caused it). The memory of an abandoned call may
+  // still be written or read by the MPI library: its owner keeps it (GradientReducer does).
+  virtual void interrupt() = 0;
+
+  // Which ranks are still there, asked from any thread, beside the job's own calls: this rank
+  // asks every other one, each answers within milliseconds whatever it is doing (a thread of
+  // its comm answers), and those that have not answered after `seconds` are gone (killed, or
+  // their host died; a stopped one too). For the CLI, when mpirun's SIGTERM ends a job: the
+  // line that names a rank that died (docs/distributed.md, "Failure").
+  struct Presence {
+    std::vector<int> gone;  // ranks that did not answer
+    bool speaks = false;    // this rank is the lowest that answered: it alone reports
+    bool reported = false;  // a rank announced it reported its own error and ended the job
+    bool known = true;      // false: the comm could not ask (closing, or busy in MPI itself)
+  };
+  virtual Presence presence(double /*seconds*/) {
+    Presence p;
+    p.speaks = is_root();
+    return p;
+  }
+  // Host names by rank, as the ranks gave them (empty where unknown: one process).
+  virtual std::vector<std::string> hosts() const { return {}; }
+
   bool is_root() const { return rank() == 0; }
+};
+
+// Thrown by a call of a comm that was interrupted (Comm::interrupt).
+class CommInterrupted : public Error {
+ public:
+  CommInterrupted() : Error("comm: interrupted (the step ended with an error on this rank)") {}
 };
 
 // The world of a process that runs alone: rank 0 of 1. send and recv have no peer to talk to
@@ -57,6 +90,7 @@ class LocalComm final : public Comm {
   int size() const override { return 1; }
   std::string describe() const override { return "one process"; }
   void set_timeout(double) override {}
+  void interrupt() override {}  // nothing ever waits
   void send(int to, std::span<const std::byte> data) override;
   void recv(int from, std::span<std::byte> data) override;
   void broadcast(int, std::span<std::byte>) override {}
@@ -88,9 +122,17 @@ class MissingRankError : public Error {
 std::string missing_ranks_message(const std::vector<bool>& answered,
                                   const std::vector<std::string>& hosts, double timeout);
 
+// The line of ranks that ended during the run (Comm::presence's `gone`), each named with its host
+// (`hosts` by rank) however many hosts there are: "rank 1 on hostB ended during the run
+// (killed, crashed, or its host went down); rank 0 on hostA is still there, and the launcher
+// ends the job".
+std::string gone_ranks_message(const std::vector<int>& gone, int ranks,
+                               const std::vector<std::string>& hosts);
+
 // "rank 1", "ranks 0 and 2", "ranks 0, 2 and 3", each "rank R on HOST" when `hosts` names more
-// than one host.
-std::string ranks_text(const std::vector<int>& ranks, const std::vector<std::string>& hosts);
+// than one host (or always_hosts and `hosts` knows it).
+std::string ranks_text(const std::vector<int>& ranks, const std::vector<std::string>& hosts,
+                       bool always_hosts = false);
 
 // Typed helpers over the byte calls.
 template <class T>

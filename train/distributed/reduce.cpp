@@ -43,6 +43,13 @@ void divide_out(const float* flat, float d, Grads grads) {
   }
 }
 
+void keep_until_exit(std::vector<float> buffer) {
+  static std::mutex mutex;
+  static std::vector<std::vector<float>> kept;
+  std::lock_guard lock(mutex);
+  kept.push_back(std::move(buffer));
+}
+
 void copy_out(const float* flat, Grads grads) {
   for (const std::span<float> g : grads) {
     std::copy(flat, flat + g.size(), g.begin());
@@ -88,12 +95,20 @@ GradientReducer::GradientReducer(Comm& comm, int64_t local_micro_batches,
 
 GradientReducer::~GradientReducer() {
   if (!thread_.joinable()) return;
+  // The backward threw: the chain thread may be waiting for a peer (a receive from a rank that
+  // is behind or failed too), which could last until runtime.dist_timeout. The comm ends that
+  // wait at once; the step's own error is what the caller reports.
   {
     std::lock_guard lock(mutex_);
     abandon_ = true;
   }
   bucket_in_.notify_all();
+  comm_.interrupt();
   thread_.join();
+  // The MPI library may still write a receive's chunk that it could not cancel, or read a
+  // send's (Open MPI cancels no send): the sum is kept until the process exits (after MPI's
+  // end). The job is ending.
+  keep_until_exit(std::move(sum_));
 }
 
 void GradientReducer::add(Grads grads, int64_t tokens) {

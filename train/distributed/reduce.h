@@ -71,8 +71,9 @@ class GradientReducer {
 
   // sizes: the length of each gradient buffer, in the order add() and finish() pass them.
   GradientReducer(Comm& comm, int64_t local_micro_batches, std::vector<int64_t> sizes);
-  // Waits for a chain thread still running (a backward that threw between begin_last and
-  // end_last): it ends when its peers answer or time out.
+  // A chain thread still running (a backward that threw between begin_last and end_last) is
+  // stopped: its wait for a peer is interrupted (Comm::interrupt), so the destructor returns at
+  // once and the comm is unusable afterwards (the job ends with the backward's error).
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
