@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Re-measures every table of the README ("Do heads specialize?") and of docs/analysis.md ("The
-# flagship over 20 seeds", "The flagship's region: a phase diagram") and prints them as markdown
-# to stdout, block by block: paste them over the old ones. Each block runs its sweeps (all of
-# configs/dependency.toml as it is) and then prints its tables (scripts/flagship_tables.py, which
-# reads only the sweeps' documents).
+# flagship over 20 seeds", "The flagship's region: a phase diagram", "Induction heads") and
+# prints them as markdown to stdout, block by block: paste them over the old ones. Each block runs
+# its sweeps (configs/dependency.toml as it is, unless the block names another config) and then
+# prints its tables (scripts/flagship_tables.py, which reads only the sweeps' documents).
 #
 #   bash scripts/flagship-tables.sh [OUT]     # OUT defaults to runs/flagship-tables
 #
@@ -90,7 +90,8 @@ echo
 
 # --- Block 4: composition on untuned seeds, pruning by measure (docs/analysis.md "One layer
 # vs two, with BEFORE_HEAD" and "Pruning") ---
-# Re-measured into $out; their tables are read from the sweeps' reports (not printed here yet).
+# configs/composition.toml on seeds 301..310 (none tuned on); pruning at h = 4 and 8 by mean
+# ablation and by patching (the gradient rows come from block 1's head-count sweep).
 sweep_with() {  # sweep_with CONFIG DIR ARGS...: as sweep, with its own config
   local config=$1 dir=$2
   shift 2
@@ -105,3 +106,4 @@ for measure in mean_ablation patching; do
   sweep_with configs/dependency.toml "$out/prune-$measure" --over model.heads=4,8 \
     --set train.pruning_importance=$measure --seeds 10
 done
+tables composition pruning-measures

@@ -115,24 +115,47 @@ def claimed_heads(doc):
     return out
 
 
+def pruning_row(rs):
+    """Over the runs rs: how many prune every specialized head (claimed_heads) after all the
+    others, the accuracy when only those are left (the runs where they are last), and with one
+    head left."""
+    last, only, one = 0, [], []
+    for r in rs:
+        doc = load(os.path.join(r["path"], "heads.json"))
+        curve, special = doc["pruning"], claimed_heads(doc)
+        removed = [tuple(p["pruned"]) for p in curve if p["pruned"] is not None]
+        n = len(removed) + 1
+        ok = all(k not in special for k in removed[: n - len(special)])
+        last += ok
+        if ok and len(special) < n:
+            only.append(curve[n - len(special)]["accuracy"])
+        one.append(curve[-1]["accuracy"])
+    return f"{last} of {len(rs)} | {mean_sd(only)} | {mean_sd(one)}"
+
+
+def with_heads(runs, h):
+    return [r for r in runs if r["values"]["model.heads"] == h]
+
+
 def pruning_table(runs):
     print("| heads | specialized heads last to go | accuracy, only they left | "
           "accuracy, one head left |")
     print("|---|---|---|---|")
     for h in (4, 8):
-        rs = [r for r in runs if r["values"]["model.heads"] == h]
-        last, only, one = 0, [], []
-        for r in rs:
-            doc = load(os.path.join(r["path"], "heads.json"))
-            curve, special = doc["pruning"], claimed_heads(doc)
-            removed = [tuple(p["pruned"]) for p in curve if p["pruned"] is not None]
-            n = len(removed) + 1
-            ok = all(k not in special for k in removed[: n - len(special)])
-            last += ok
-            if ok and len(special) < n:
-                only.append(curve[n - len(special)]["accuracy"])
-            one.append(curve[-1]["accuracy"])
-        print(f"| {h} | {last} of {len(rs)} | {mean_sd(only)} | {mean_sd(one)} |")
+        print(f"| {h} | {pruning_row(with_heads(runs, h))} |")
+
+
+def pruning_measures_table(gradient_runs, by_measure):
+    """The pruning table per importance measure: gradient from the head-count sweep (its seed
+    count named), the others from their own sweeps ({measure: runs})."""
+    print("| heads | measure | specialized heads last to go | accuracy, only they left | "
+          "accuracy, one head left |")
+    print("|---|---|---|---|---|")
+    for h in (4, 8):
+        rs = with_heads(gradient_runs, h)
+        print(f"| {h} | gradient ({len(rs)} seeds) | {pruning_row(rs)} |")
+        for measure, runs in by_measure.items():
+            print(f"| {h} | {measure} | {pruning_row(with_heads(runs, h))} |")
 
 
 def strongest(head):
@@ -168,6 +191,39 @@ def layers_table(runs):
         print(f"| {r['seed']} | L{c['layer']} H{c['head']} ({yr} {ym:.2f}) | "
               f"L{c['composes_with'][0]} H{c['composes_with'][1]} ({xr} {xm:.2f}) | "
               f"{c['path_mass']:.2f} | {c['mass']:.2f} |")
+
+
+def composition_table(runs):
+    """Per seed of a two-layer BEFORE_HEAD sweep: the strongest BEFORE_HEAD path (heads.json
+    "composition", as layers_table), its upper head's HEAD mass and its lower head's PREV mass,
+    the uniform-Y chance (path_mass_baseline), whether the path is claimed, and how many
+    layer-1 heads have a claimed BEFORE_HEAD path. A seed composes when its strongest path is
+    claimed and BEFORE_HEAD's component accuracy is at least 0.95."""
+    print("| seed | eval accuracy | BEFORE_HEAD accuracy | strongest BEFORE_HEAD path: layer-1 "
+          "head (HEAD mass) | composes with (PREV mass) | path mass | chance, Y uniform | "
+          "claimed | layer-1 heads claimed on BEFORE_HEAD |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    composes = 0
+    for r in sorted(runs, key=lambda r: r["seed"]):
+        doc = load(os.path.join(r["path"], "heads.json"))
+        acc = doc["eval_component_accuracy"]["BEFORE_HEAD"]
+        upper = [c for c in doc["composition"] if c["layer"] == 1]
+        paths = [c for c in upper if c["relation"] == "BEFORE_HEAD"]
+        n_claimed = sum(1 for c in paths if c["claimed"])
+        head = f"{r['eval_accuracy']:.3f} | {acc:.3f}"
+        if not paths:
+            print(f"| {r['seed']} | {head} | none | - | - | - | - | 0 of {len(upper)} |")
+            continue
+        c = max(paths, key=lambda c: c["path_mass"])
+        y = doc["layers"][c["layer"]]["heads"][c["head"]]["mass"]["HEAD"]
+        xl, xh = c["composes_with"]
+        x = doc["layers"][xl]["heads"][xh]["mass"]["PREV"]
+        composes += c["claimed"] and acc >= 0.95
+        print(f"| {r['seed']} | {head} | L{c['layer']} H{c['head']} ({y:.2f}) | L{xl} H{xh} "
+              f"({x:.2f}) | {c['path_mass']:.2f} | {c['path_mass_baseline']:.3f} | "
+              f"{'yes' if c['claimed'] else 'no'} | {n_claimed} of {len(upper)} |")
+    print(f"\nComposes (the strongest BEFORE_HEAD path claimed, BEFORE_HEAD accuracy >= 0.95): "
+          f"{composes} of {len(runs)}.")
 
 
 def cost_table(out):
@@ -352,6 +408,12 @@ def tables(out):
         "pruning": ("Pruning", lambda: pruning_table(heads())),
         "layers": ("One layer vs two, with BEFORE_HEAD",
                    lambda: layers_table(runs_of(os.path.join(out, "layers")))),
+        "composition": ("One layer vs two, with BEFORE_HEAD: configs/composition.toml",
+                        lambda: composition_table(runs_of(os.path.join(out, "composition")))),
+        "pruning-measures": ("Pruning, by importance measure",
+                             lambda: pruning_measures_table(heads(), {
+                                 m: runs_of(os.path.join(out, f"prune-{m}"))
+                                 for m in ("mean_ablation", "patching")})),
         "cost": ("Cost of the timeline", lambda: cost_table(out)),
         "phase-width-dropout": ("Phase diagram: d_model x attention dropout (h = 4)",
                                 lambda: grid_table(os.path.join(out, "phase-width-dropout"))),
