@@ -364,6 +364,99 @@ def levers_table(out):
                   f"{statistics.mean(sm):.2f}, {min(sm):.2f} | {failure_list(rs)} |")
 
 
+def settings_of(out, rows):
+    """rows: [(label, sweep name, {key: value})]; each with its runs (every run of the sweep
+    whose values match, failed ones included)."""
+    for label, name, values in rows:
+        _, runs = all_runs(os.path.join(out, name))
+        yield label, [r for r in runs if all(same(r["values"][k], v) for k, v in values.items())]
+
+
+def roles(run):
+    """Counter of the heads' roles at the end: each head's relation of largest mass."""
+    doc = load(os.path.join(run["path"], "heads.json"))
+    return collections.Counter(max(h["mass"], key=h["mass"].get)
+                               for layer in doc["layers"] for h in layer["heads"])
+
+
+def race_table(out, rows):
+    """Which relation loses, and how the race for heads went: per setting, the specialized
+    count, what lost in each failure (lost()), the roles of the failing runs' heads at the end
+    and the median first-claim step of each relation (sweep.json first_claims)."""
+    print("| setting | specialized | not specialized (seed: what lost) | roles of the failing "
+          "runs' heads at the end (HEAD / SEM / PREV) | first claim, median step (HEAD, SEM, "
+          "PREV; never) |")
+    print("|---|---|---|---|---|")
+    for label, rs in settings_of(out, rows):
+        ok = [r for r in rs if r.get("ok")]
+        failing = [r for r in rs if not (r.get("ok") and specialized(r))]
+        who = collections.Counter()
+        for r in failing:
+            if r.get("ok"):
+                who += roles(r)
+        claims, never = [], []
+        for rel in ("HEAD", "SEM", "PREV"):
+            steps = [r["first_claims"][rel] for r in ok
+                     if (r.get("first_claims") or {}).get(rel) is not None]
+            claims.append(f"{statistics.median(steps):g}" if steps else "never")
+            if len(steps) < len(ok):
+                never.append(f"{rel} never on {len(ok) - len(steps)}")
+        fails = "; ".join(f"{r['seed']}: {lost(r)}" for r in failing) or "-"
+        split = " / ".join(str(who[rel]) for rel in ("HEAD", "SEM", "PREV")) if failing else "-"
+        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | {fails} | "
+              f"{split} | {', '.join(claims)}{'; ' + ', '.join(never) if never else ''} |")
+
+
+def settings_table(out, rows):
+    """Per setting: specialized, eval accuracy (lowest), s_match (mean, lowest), failures."""
+    print("| setting | specialized | eval accuracy (lowest) | s_match (mean, lowest) | "
+          "not specialized (seed: accuracy / s_match / claimed, what lost) |")
+    print("|---|---|---|---|---|")
+    for label, rs in settings_of(out, rows):
+        ok = [r for r in rs if r.get("ok")]
+        sm = [r["s_match"] for r in ok]
+        acc = [r["eval_accuracy"] for r in ok]
+        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | "
+              f"{min(acc):.3f} (mean {statistics.mean(acc):.3f}) | "
+              f"{statistics.mean(sm):.2f}, {min(sm):.2f} | {failure_list(rs) or '-'} |")
+
+
+# The sweeps of block 5 of flagship-tables.sh: the flagship's breaking levers and the probes of
+# the race (configs/dependency.toml), then configs/dependency-region.toml's levers.
+RACE = [("the recipe", "race-base", {}),
+        ("d_model 48 (d_k 12)", "race-d48", {}),
+        ("d_model 48, head_dim 16", "race-d48-hd16", {}),
+        ("lr x0.5", "race-lr", {}),
+        ("attention dropout 0.3", "race-dropout", {})] + [
+    (f"positions' lr x{k:g}, attention dropout {p:g}", "race-positions-lr",
+     {"optim.lr_scale.positions.*": k, "model.attn_dropout": p})
+    for p in (0.15, 0.3) for k in (0.25, 0.5, 2, 4, 8)] + [
+    (f"content embeddings' lr x{k:g}, attention dropout {p:g}", "race-embeddings-lr",
+     {"optim.lr_scale.embeddings.*": k, "model.attn_dropout": p})
+    for p in (0.15, 0.3) for k in (0.25, 0.5)] + [
+    (f"positions N(0, {s:g}^2), attention dropout {p:g}", "race-positions",
+     {"model.pos_init_std": s, "model.attn_dropout": p})
+    for s in (1.0, 1.15) for p in (0.15, 0.3)]
+REGION = [("the candidate", "region-base", {}),
+          ("d_model 48", "region-d_model", {"model.d_model": 48}),
+          ("d_model 96", "region-d_model", {"model.d_model": 96}),
+          ("lr x0.5", "region-lr", {"optim.lr": 0.0015}),
+          ("lr x2", "region-lr", {"optim.lr": 0.006}),
+          ("attention dropout 0", "region-dropout", {"model.attn_dropout": 0}),
+          ("attention dropout 0.3", "region-dropout", {"model.attn_dropout": 0.3}),
+          ("d_model 48, head_dim 0 (d_k 12)", "region-d48-dk12", {}),
+          ("attention dropout 0.3, 100 warmup steps", "region-warmup",
+           {"schedule.warmup_steps": 100}),
+          ("attention dropout 0.3, 300 warmup steps", "region-warmup",
+           {"schedule.warmup_steps": 300})] + [
+    (f"positions N(0, {s:g}^2), attention dropout {p:g}", "region-positions",
+     {"model.pos_init_std": s, "model.attn_dropout": p})
+    for s in (0.85, 0.925) for p in (0.15, 0.3)] + [
+    ("h = 1, head_dim 0 (d_k 64)", "region-h1-dk64", {}),
+    ("h = 1", "region-heads", {"model.heads": 1}),
+    ("h = 2", "region-heads", {"model.heads": 2})]
+
+
 def claim_order_of(run):
     """sweep.json's claim_order, else from the run's timeline (a sweep.json of before it)."""
     if run.get("claim_order"):
@@ -422,6 +515,12 @@ def tables(out):
         "levers": ("One lever at a time, from the phase diagram", lambda: levers_table(out)),
         "fresh": ("The recipe on seeds not tuned on (train.seed 1001 on)",
                   lambda: fresh_table(os.path.join(out, "fresh-1001"))),
+        "race": ("Which relation loses under each breaking lever (h = 4, seeds 1..10)",
+                 lambda: race_table(out, RACE)),
+        "region": ("configs/dependency-region.toml, one lever at a time (seeds 1..10)",
+                   lambda: settings_table(out, REGION)),
+        "region-fresh": ("configs/dependency-region.toml on seeds not tuned on",
+                         lambda: fresh_table(os.path.join(out, "region-fresh"))),
     }
 
 

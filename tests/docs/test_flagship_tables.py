@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """scripts/flagship_tables.py on fabricated sweep documents (sweep.json and heads.json written
-here, no training): the composition table and the pruning table per importance measure print
-the rows computed by hand below. Only the fields the script reads are written."""
+here, no training): the composition table, the pruning table per importance measure, the race
+table (which relation loses) and the table of settings print the rows computed by hand below.
+Only the fields the script reads are written."""
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -11,6 +14,8 @@ import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "flagship_tables.py")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import flagship_tables as ft  # noqa: E402
 RELATIONS = ["PREV", "HEAD", "SEM"]
 
 
@@ -21,11 +26,12 @@ def write(path, doc):
 
 
 def sweep(out, name, over, runs):
-    """runs: [(values, seed, eval_accuracy, heads.json)]; one run directory each."""
+    """runs: [(values, seed, eval_accuracy, heads.json)] or with a fifth element, more fields of
+    the run's sweep.json entry; one run directory each."""
     rows = []
-    for i, (values, seed, acc, doc) in enumerate(runs):
+    for i, (values, seed, acc, doc, *more) in enumerate(runs):
         rows.append({"dir": f"run-{i}", "ok": True, "values": values, "seed": seed,
-                     "eval_accuracy": acc})
+                     "eval_accuracy": acc, **(more[0] if more else {})})
         write(os.path.join(out, name, f"run-{i}", "heads.json"), doc)
     write(os.path.join(out, name, "sweep.json"), {"over": over, "runs": rows})
 
@@ -69,6 +75,80 @@ def composition_doc(before_head_accuracy, paths):
                                                                  {"heads": layer1}],
             "eval_component_accuracy": {"BEFORE_HEAD": before_head_accuracy},
             "composition": composition}
+
+
+def race_doc(masses, assignment):
+    """One layer, a head per entry of masses ({relation: mass}), the assignment given."""
+    return {"relations": RELATIONS, "specialization": {"assignment": assignment},
+            "layers": [{"heads": [{"mass": m} for m in masses]}]}
+
+
+def printed(table, *args):
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        table(*args)
+    return text.getvalue().splitlines()
+
+
+class Race(unittest.TestCase):
+    """race_table and settings_table over one fabricated sweep of two values."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        good = race_doc([{"PREV": 0.9, "HEAD": 0.05, "SEM": 0.05},
+                         {"PREV": 0.05, "HEAD": 0.9, "SEM": 0.05},
+                         {"PREV": 0.05, "HEAD": 0.05, "SEM": 0.9},
+                         {"PREV": 0.05, "HEAD": 0.6, "SEM": 0.35}],
+                        {"PREV": [0, 0], "HEAD": [0, 1], "SEM": [0, 2]})
+        # Two HEAD heads and two SEM heads; PREV's assigned head has 0.07 of it.
+        no_prev = race_doc([{"PREV": 0.07, "HEAD": 0.8, "SEM": 0.13},
+                            {"PREV": 0.05, "HEAD": 0.15, "SEM": 0.7},
+                            {"PREV": 0.05, "HEAD": 0.75, "SEM": 0.2},
+                            {"PREV": 0.05, "HEAD": 0.05, "SEM": 0.9}],
+                           {"PREV": [0, 0], "HEAD": [0, 2], "SEM": [0, 3]})
+        # Every relation claimed, SEM's head the weakest (0.55): s_match 0.78 fails.
+        weak_sem = race_doc([{"PREV": 0.9, "HEAD": 0.05, "SEM": 0.05},
+                             {"PREV": 0.05, "HEAD": 0.9, "SEM": 0.05},
+                             {"PREV": 0.05, "HEAD": 0.4, "SEM": 0.55},
+                             {"PREV": 0.05, "HEAD": 0.6, "SEM": 0.35}],
+                            {"PREV": [0, 0], "HEAD": [0, 1], "SEM": [0, 2]})
+        claims = lambda head, sem, prev: {"first_claims": {"HEAD": head, "SEM": sem,
+                                                           "PREV": prev}}
+        p = "model.attn_dropout"
+        sweep(cls.dir.name, "race", [p], [
+            ({p: 0.15}, 1, 1.0, good, {"n_claimed": 3, "s_match": 0.90, **claims(100, 150, 300)}),
+            ({p: 0.15}, 2, 1.0, good, {"n_claimed": 3, "s_match": 0.86, **claims(100, 200, 400)}),
+            ({p: 0.3}, 1, 0.40, no_prev, {"n_claimed": 2, "s_match": 0.60,
+                                          **claims(100, 200, None)}),
+            ({p: 0.3}, 2, 1.0, weak_sem, {"n_claimed": 3, "s_match": 0.78,
+                                          **claims(150, 250, 200)}),
+        ])
+        cls.rows = [("dropout 0.15", "race", {p: 0.15}), ("dropout 0.3", "race", {p: 0.3})]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_race_names_the_loser_the_roles_and_the_median_claims(self):
+        lines = printed(ft.race_table, self.dir.name, self.rows)
+        self.assertEqual(lines[2:], [
+            # Medians over 2 runs: SEM (150 + 200) / 2, PREV (300 + 400) / 2.
+            "| dropout 0.15 | 2 of 2 | - | - | 100, 175, 350 |",
+            # Roles at the end of both failures: no_prev 2 HEAD, 2 SEM; weak_sem PREV, HEAD,
+            # SEM, HEAD. PREV's median over the one run that claims it.
+            "| dropout 0.3 | 0 of 2 | 1: PREV unclaimed (L0H0 0.07); 2: weakest SEM 0.55 | "
+            "4 / 3 / 1 | 125, 225, 200; PREV never on 1 |",
+        ])
+
+    def test_settings_give_accuracy_s_match_and_the_failures(self):
+        lines = printed(ft.settings_table, self.dir.name, self.rows)
+        self.assertEqual(lines[2:], [
+            "| dropout 0.15 | 2 of 2 | 1.000 (mean 1.000) | 0.88, 0.86 | - |",
+            # Mean accuracy (0.40 + 1.0) / 2, mean s_match (0.60 + 0.78) / 2 = 0.69.
+            "| dropout 0.3 | 0 of 2 | 0.400 (mean 0.700) | 0.69, 0.60 | "
+            "1: 0.40/0.60/2 PREV unclaimed (L0H0 0.07); 2: 1.00/0.78/3 weakest SEM 0.55 |",
+        ])
 
 
 class Tables(unittest.TestCase):
@@ -141,6 +221,7 @@ class Tables(unittest.TestCase):
         with open(os.path.join(ROOT, "scripts", "flagship-tables.sh")) as f:
             block = f.read().split("# --- Block 4")[1]
         self.assertIn("tables composition pruning-measures", block)
+        self.assertIn("tables race region region-fresh", block.split("# --- Block 5")[1])
 
 
 if __name__ == "__main__":
