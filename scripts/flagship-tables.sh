@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Re-measures every table of the README ("Do heads specialize?") and of docs/analysis.md ("The
-# flagship over 20 seeds", "The flagship's region: a phase diagram") and prints them as markdown
-# to stdout, block by block: paste them over the old ones. Each block runs its sweeps (all of
-# configs/dependency.toml as it is) and then prints its tables (scripts/flagship_tables.py, which
-# reads only the sweeps' documents).
+# flagship over 20 seeds", "The flagship's region: a phase diagram", "Induction heads") and
+# prints them as markdown to stdout, block by block: paste them over the old ones. Each block runs
+# its sweeps (configs/dependency.toml as it is, unless the block names another config) and then
+# prints its tables (scripts/flagship_tables.py, which reads only the sweeps' documents).
 #
 #   bash scripts/flagship-tables.sh [OUT]     # OUT defaults to runs/flagship-tables
 #
@@ -90,7 +90,8 @@ echo
 
 # --- Block 4: composition on untuned seeds, pruning by measure (docs/analysis.md "One layer
 # vs two, with BEFORE_HEAD" and "Pruning") ---
-# Re-measured into $out; their tables are read from the sweeps' reports (not printed here yet).
+# configs/composition.toml on seeds 301..310 (none tuned on); pruning at h = 4 and 8 by mean
+# ablation and by patching (the gradient rows come from block 1's head-count sweep).
 sweep_with() {  # sweep_with CONFIG DIR ARGS...: as sweep, with its own config
   local config=$1 dir=$2
   shift 2
@@ -105,3 +106,39 @@ for measure in mean_ablation patching; do
   sweep_with configs/dependency.toml "$out/prune-$measure" --over model.heads=4,8 \
     --set train.pruning_importance=$measure --seeds 10
 done
+tables composition pruning-measures
+
+# --- Block 5: which relation loses, and a candidate recipe (docs/analysis.md "Which relation
+# loses under each breaking lever, and why" and "A candidate recipe: positions N(0, 1), 500
+# warmup steps") ---
+# h = 4 on seeds 1..10 (PHASE_SEEDS): the flagship's breaking levers and the probes of the race
+# for heads; about 460 runs in all, some fourteen minutes on two quiet cores.
+sweep "$out/race-base" --over model.heads=4 --seeds "$phase_seeds"
+sweep "$out/race-d48" --over model.d_model=48 --seeds "$phase_seeds"
+sweep "$out/race-d48-hd16" --over model.d_model=48 --set model.head_dim=16 --seeds "$phase_seeds"
+sweep "$out/race-lr" --over optim.lr=0.0015 --seeds "$phase_seeds"
+sweep "$out/race-dropout" --over model.attn_dropout=0.3 --seeds "$phase_seeds"
+sweep "$out/race-positions-lr" --over 'optim.lr_scale.positions.*=0.25,0.5,2,4,8' \
+  --over model.attn_dropout=0.15,0.3 --seeds "$phase_seeds"
+sweep "$out/race-embeddings-lr" --over 'optim.lr_scale.embeddings.*=0.25,0.5' \
+  --over model.attn_dropout=0.15,0.3 --seeds "$phase_seeds"
+sweep "$out/race-positions" --over model.pos_init_std=1.0,1.15 --over model.attn_dropout=0.15,0.3 \
+  --seeds "$phase_seeds"
+# configs/dependency-region.toml: its levers and neighbours on seeds 1..10, then seeds 1001..1030.
+region=configs/dependency-region.toml
+sweep_with $region "$out/region-base" --over model.heads=4 --seeds "$phase_seeds"
+sweep_with $region "$out/region-d_model" --over model.d_model=48,96 --seeds "$phase_seeds"
+sweep_with $region "$out/region-lr" --over optim.lr=0.0015,0.006 --seeds "$phase_seeds"
+sweep_with $region "$out/region-dropout" --over model.attn_dropout=0,0.3 --seeds "$phase_seeds"
+sweep_with $region "$out/region-d48-dk12" --over model.d_model=48 --set model.head_dim=0 \
+  --seeds "$phase_seeds"
+sweep_with $region "$out/region-warmup" --over schedule.warmup_steps=100,300 \
+  --set model.attn_dropout=0.3 --seeds "$phase_seeds"
+sweep_with $region "$out/region-positions" --over model.pos_init_std=0.85,0.925 \
+  --over model.attn_dropout=0.15,0.3 --seeds "$phase_seeds"
+sweep_with $region "$out/region-h1-dk64" --over model.heads=1 --set model.head_dim=0 \
+  --seeds "$phase_seeds"
+sweep_with $region "$out/region-heads" --over model.heads=1,2 --seeds "$phase_seeds"
+sweep_with $region "$out/region-fresh" --over model.heads=4 --set train.seed=1001 \
+  --seeds "$fresh_seeds"
+tables race region region-fresh

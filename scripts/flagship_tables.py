@@ -115,24 +115,47 @@ def claimed_heads(doc):
     return out
 
 
+def pruning_row(rs):
+    """Over the runs rs: how many prune every specialized head (claimed_heads) after all the
+    others, the accuracy when only those are left (the runs where they are last), and with one
+    head left."""
+    last, only, one = 0, [], []
+    for r in rs:
+        doc = load(os.path.join(r["path"], "heads.json"))
+        curve, special = doc["pruning"], claimed_heads(doc)
+        removed = [tuple(p["pruned"]) for p in curve if p["pruned"] is not None]
+        n = len(removed) + 1
+        ok = all(k not in special for k in removed[: n - len(special)])
+        last += ok
+        if ok and len(special) < n:
+            only.append(curve[n - len(special)]["accuracy"])
+        one.append(curve[-1]["accuracy"])
+    return f"{last} of {len(rs)} | {mean_sd(only)} | {mean_sd(one)}"
+
+
+def with_heads(runs, h):
+    return [r for r in runs if r["values"]["model.heads"] == h]
+
+
 def pruning_table(runs):
     print("| heads | specialized heads last to go | accuracy, only they left | "
           "accuracy, one head left |")
     print("|---|---|---|---|")
     for h in (4, 8):
-        rs = [r for r in runs if r["values"]["model.heads"] == h]
-        last, only, one = 0, [], []
-        for r in rs:
-            doc = load(os.path.join(r["path"], "heads.json"))
-            curve, special = doc["pruning"], claimed_heads(doc)
-            removed = [tuple(p["pruned"]) for p in curve if p["pruned"] is not None]
-            n = len(removed) + 1
-            ok = all(k not in special for k in removed[: n - len(special)])
-            last += ok
-            if ok and len(special) < n:
-                only.append(curve[n - len(special)]["accuracy"])
-            one.append(curve[-1]["accuracy"])
-        print(f"| {h} | {last} of {len(rs)} | {mean_sd(only)} | {mean_sd(one)} |")
+        print(f"| {h} | {pruning_row(with_heads(runs, h))} |")
+
+
+def pruning_measures_table(gradient_runs, by_measure):
+    """The pruning table per importance measure: gradient from the head-count sweep (its seed
+    count named), the others from their own sweeps ({measure: runs})."""
+    print("| heads | measure | specialized heads last to go | accuracy, only they left | "
+          "accuracy, one head left |")
+    print("|---|---|---|---|---|")
+    for h in (4, 8):
+        rs = with_heads(gradient_runs, h)
+        print(f"| {h} | gradient ({len(rs)} seeds) | {pruning_row(rs)} |")
+        for measure, runs in by_measure.items():
+            print(f"| {h} | {measure} | {pruning_row(with_heads(runs, h))} |")
 
 
 def strongest(head):
@@ -168,6 +191,39 @@ def layers_table(runs):
         print(f"| {r['seed']} | L{c['layer']} H{c['head']} ({yr} {ym:.2f}) | "
               f"L{c['composes_with'][0]} H{c['composes_with'][1]} ({xr} {xm:.2f}) | "
               f"{c['path_mass']:.2f} | {c['mass']:.2f} |")
+
+
+def composition_table(runs):
+    """Per seed of a two-layer BEFORE_HEAD sweep: the strongest BEFORE_HEAD path (heads.json
+    "composition", as layers_table), its upper head's HEAD mass and its lower head's PREV mass,
+    the uniform-Y chance (path_mass_baseline), whether the path is claimed, and how many
+    layer-1 heads have a claimed BEFORE_HEAD path. A seed composes when its strongest path is
+    claimed and BEFORE_HEAD's component accuracy is at least 0.95."""
+    print("| seed | eval accuracy | BEFORE_HEAD accuracy | strongest BEFORE_HEAD path: layer-1 "
+          "head (HEAD mass) | composes with (PREV mass) | path mass | chance, Y uniform | "
+          "claimed | layer-1 heads claimed on BEFORE_HEAD |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    composes = 0
+    for r in sorted(runs, key=lambda r: r["seed"]):
+        doc = load(os.path.join(r["path"], "heads.json"))
+        acc = doc["eval_component_accuracy"]["BEFORE_HEAD"]
+        upper = [c for c in doc["composition"] if c["layer"] == 1]
+        paths = [c for c in upper if c["relation"] == "BEFORE_HEAD"]
+        n_claimed = sum(1 for c in paths if c["claimed"])
+        head = f"{r['eval_accuracy']:.3f} | {acc:.3f}"
+        if not paths:
+            print(f"| {r['seed']} | {head} | none | - | - | - | - | 0 of {len(upper)} |")
+            continue
+        c = max(paths, key=lambda c: c["path_mass"])
+        y = doc["layers"][c["layer"]]["heads"][c["head"]]["mass"]["HEAD"]
+        xl, xh = c["composes_with"]
+        x = doc["layers"][xl]["heads"][xh]["mass"]["PREV"]
+        composes += c["claimed"] and acc >= 0.95
+        print(f"| {r['seed']} | {head} | L{c['layer']} H{c['head']} ({y:.2f}) | L{xl} H{xh} "
+              f"({x:.2f}) | {c['path_mass']:.2f} | {c['path_mass_baseline']:.3f} | "
+              f"{'yes' if c['claimed'] else 'no'} | {n_claimed} of {len(upper)} |")
+    print(f"\nComposes (the strongest BEFORE_HEAD path claimed, BEFORE_HEAD accuracy >= 0.95): "
+          f"{composes} of {len(runs)}.")
 
 
 def cost_table(out):
@@ -308,6 +364,99 @@ def levers_table(out):
                   f"{statistics.mean(sm):.2f}, {min(sm):.2f} | {failure_list(rs)} |")
 
 
+def settings_of(out, rows):
+    """rows: [(label, sweep name, {key: value})]; each with its runs (every run of the sweep
+    whose values match, failed ones included)."""
+    for label, name, values in rows:
+        _, runs = all_runs(os.path.join(out, name))
+        yield label, [r for r in runs if all(same(r["values"][k], v) for k, v in values.items())]
+
+
+def roles(run):
+    """Counter of the heads' roles at the end: each head's relation of largest mass."""
+    doc = load(os.path.join(run["path"], "heads.json"))
+    return collections.Counter(max(h["mass"], key=h["mass"].get)
+                               for layer in doc["layers"] for h in layer["heads"])
+
+
+def race_table(out, rows):
+    """Which relation loses, and how the race for heads went: per setting, the specialized
+    count, what lost in each failure (lost()), the roles of the failing runs' heads at the end
+    and the median first-claim step of each relation (sweep.json first_claims)."""
+    print("| setting | specialized | not specialized (seed: what lost) | roles of the failing "
+          "runs' heads at the end (HEAD / SEM / PREV) | first claim, median step (HEAD, SEM, "
+          "PREV; never) |")
+    print("|---|---|---|---|---|")
+    for label, rs in settings_of(out, rows):
+        ok = [r for r in rs if r.get("ok")]
+        failing = [r for r in rs if not (r.get("ok") and specialized(r))]
+        who = collections.Counter()
+        for r in failing:
+            if r.get("ok"):
+                who += roles(r)
+        claims, never = [], []
+        for rel in ("HEAD", "SEM", "PREV"):
+            steps = [r["first_claims"][rel] for r in ok
+                     if (r.get("first_claims") or {}).get(rel) is not None]
+            claims.append(f"{statistics.median(steps):g}" if steps else "never")
+            if len(steps) < len(ok):
+                never.append(f"{rel} never on {len(ok) - len(steps)}")
+        fails = "; ".join(f"{r['seed']}: {lost(r)}" for r in failing) or "-"
+        split = " / ".join(str(who[rel]) for rel in ("HEAD", "SEM", "PREV")) if failing else "-"
+        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | {fails} | "
+              f"{split} | {', '.join(claims)}{'; ' + ', '.join(never) if never else ''} |")
+
+
+def settings_table(out, rows):
+    """Per setting: specialized, eval accuracy (lowest), s_match (mean, lowest), failures."""
+    print("| setting | specialized | eval accuracy (lowest) | s_match (mean, lowest) | "
+          "not specialized (seed: accuracy / s_match / claimed, what lost) |")
+    print("|---|---|---|---|---|")
+    for label, rs in settings_of(out, rows):
+        ok = [r for r in rs if r.get("ok")]
+        sm = [r["s_match"] for r in ok]
+        acc = [r["eval_accuracy"] for r in ok]
+        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | "
+              f"{min(acc):.3f} (mean {statistics.mean(acc):.3f}) | "
+              f"{statistics.mean(sm):.2f}, {min(sm):.2f} | {failure_list(rs) or '-'} |")
+
+
+# The sweeps of block 5 of flagship-tables.sh: the flagship's breaking levers and the probes of
+# the race (configs/dependency.toml), then configs/dependency-region.toml's levers.
+RACE = [("the recipe", "race-base", {}),
+        ("d_model 48 (d_k 12)", "race-d48", {}),
+        ("d_model 48, head_dim 16", "race-d48-hd16", {}),
+        ("lr x0.5", "race-lr", {}),
+        ("attention dropout 0.3", "race-dropout", {})] + [
+    (f"positions' lr x{k:g}, attention dropout {p:g}", "race-positions-lr",
+     {"optim.lr_scale.positions.*": k, "model.attn_dropout": p})
+    for p in (0.15, 0.3) for k in (0.25, 0.5, 2, 4, 8)] + [
+    (f"content embeddings' lr x{k:g}, attention dropout {p:g}", "race-embeddings-lr",
+     {"optim.lr_scale.embeddings.*": k, "model.attn_dropout": p})
+    for p in (0.15, 0.3) for k in (0.25, 0.5)] + [
+    (f"positions N(0, {s:g}^2), attention dropout {p:g}", "race-positions",
+     {"model.pos_init_std": s, "model.attn_dropout": p})
+    for s in (1.0, 1.15) for p in (0.15, 0.3)]
+REGION = [("the candidate", "region-base", {}),
+          ("d_model 48", "region-d_model", {"model.d_model": 48}),
+          ("d_model 96", "region-d_model", {"model.d_model": 96}),
+          ("lr x0.5", "region-lr", {"optim.lr": 0.0015}),
+          ("lr x2", "region-lr", {"optim.lr": 0.006}),
+          ("attention dropout 0", "region-dropout", {"model.attn_dropout": 0}),
+          ("attention dropout 0.3", "region-dropout", {"model.attn_dropout": 0.3}),
+          ("d_model 48, head_dim 0 (d_k 12)", "region-d48-dk12", {}),
+          ("attention dropout 0.3, 100 warmup steps", "region-warmup",
+           {"schedule.warmup_steps": 100}),
+          ("attention dropout 0.3, 300 warmup steps", "region-warmup",
+           {"schedule.warmup_steps": 300})] + [
+    (f"positions N(0, {s:g}^2), attention dropout {p:g}", "region-positions",
+     {"model.pos_init_std": s, "model.attn_dropout": p})
+    for s in (0.85, 0.925) for p in (0.15, 0.3)] + [
+    ("h = 1, head_dim 0 (d_k 64)", "region-h1-dk64", {}),
+    ("h = 1", "region-heads", {"model.heads": 1}),
+    ("h = 2", "region-heads", {"model.heads": 2})]
+
+
 def claim_order_of(run):
     """sweep.json's claim_order, else from the run's timeline (a sweep.json of before it)."""
     if run.get("claim_order"):
@@ -352,6 +501,12 @@ def tables(out):
         "pruning": ("Pruning", lambda: pruning_table(heads())),
         "layers": ("One layer vs two, with BEFORE_HEAD",
                    lambda: layers_table(runs_of(os.path.join(out, "layers")))),
+        "composition": ("One layer vs two, with BEFORE_HEAD: configs/composition.toml",
+                        lambda: composition_table(runs_of(os.path.join(out, "composition")))),
+        "pruning-measures": ("Pruning, by importance measure",
+                             lambda: pruning_measures_table(heads(), {
+                                 m: runs_of(os.path.join(out, f"prune-{m}"))
+                                 for m in ("mean_ablation", "patching")})),
         "cost": ("Cost of the timeline", lambda: cost_table(out)),
         "phase-width-dropout": ("Phase diagram: d_model x attention dropout (h = 4)",
                                 lambda: grid_table(os.path.join(out, "phase-width-dropout"))),
@@ -360,6 +515,12 @@ def tables(out):
         "levers": ("One lever at a time, from the phase diagram", lambda: levers_table(out)),
         "fresh": ("The recipe on seeds not tuned on (train.seed 1001 on)",
                   lambda: fresh_table(os.path.join(out, "fresh-1001"))),
+        "race": ("Which relation loses under each breaking lever (h = 4, seeds 1..10)",
+                 lambda: race_table(out, RACE)),
+        "region": ("configs/dependency-region.toml, one lever at a time (seeds 1..10)",
+                   lambda: settings_table(out, REGION)),
+        "region-fresh": ("configs/dependency-region.toml on seeds not tuned on",
+                         lambda: fresh_table(os.path.join(out, "region-fresh"))),
     }
 
 
