@@ -105,3 +105,10 @@ for measure in mean_ablation patching; do
   sweep_with configs/dependency.toml "$out/prune-$measure" --over model.heads=4,8 \
     --set train.pruning_importance=$measure --seeds 10
 done
+
+# --- Block 5: the flagship in bf16 (docs/analysis.md "The flagship in bf16"), where the CPU has
+# AVX512_BF16: h = 4 on the head-count sweep's seeds with runtime.precision = "bf16".
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  sweep "$out/heads-bf16" --over model.heads=4 --set runtime.precision=bf16 --seeds "$seeds"
+  tables heads-bf16
+fi

@@ -360,6 +360,8 @@ def tables(out):
         "levers": ("One lever at a time, from the phase diagram", lambda: levers_table(out)),
         "fresh": ("The recipe on seeds not tuned on (train.seed 1001 on)",
                   lambda: fresh_table(os.path.join(out, "fresh-1001"))),
+        "heads-bf16": ("The flagship in bf16 (h = 4, runtime.precision = \"bf16\")",
+                       lambda: heads_table(runs_of(os.path.join(out, "heads-bf16")))),
     }
 
 
