@@ -25,7 +25,8 @@ child) for all programs alike. The tables end with the FMA and bf16 dot-product 
 that headlab's runs measured (the loops `headlab bench --kernels` reports).
 
 Usage (bench/compare.sh passes its arguments here):
-  compare.py [--presets S,M,L] [--threads 1,2] [--rounds 3] [--steps S=100,M=40,L=8] [--json FILE]
+  compare.py [--presets S,M,L] [--threads 1,2] [--rounds 3] [--steps S=100,M=40,L=8]
+             [--precisions fp32,bf16] [--baseline EXE] [--json FILE]
 """
 import argparse
 import ctypes
@@ -67,6 +68,8 @@ def parse_args():
                    help="tables to measure, e.g. fp32,bf16 (default: fp32, and bf16 where the CPU has "
                         "AVX512_BF16): headlab --precision and torch_reference.py --precision (autocast)")
     p.add_argument("--json", help="also write every run's report to this file")
+    p.add_argument("--tables-from", metavar="FILE",
+                   help="measure nothing: print the tables again from the runs a --json FILE holds")
     a = p.parse_args()
     a.presets = [s.strip() for s in a.presets.split(",") if s.strip()]
     a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
@@ -199,6 +202,14 @@ def summarize(preset, threads, precision, runs):
     over_fp32 = per_round([f for f, _ in runs["headlab-fp32"]], hl) \
         if precision != "fp32" and "headlab-fp32" in runs else []
     peaks = lambda key: med([r[key] for r in hl if r.get(key)])
+    # one thread: the same ratios on each step's CPU time (both programs report it), which a busy
+    # machine stretches far less than the wall time
+    cpu = lambda num, den: [n["train_step_cpu_ms_median"] / d["train_step_cpu_ms_median"]
+                            for n, d in zip(num, den)
+                            if n.get("train_step_cpu_ms_median") and d.get("train_step_cpu_ms_median")]
+    cpu_ratios = cpu([t for t, _ in runs[best]], hl) if threads == 1 else []
+    cpu_over_fp32 = cpu([f for f, _ in runs["headlab-fp32"]], hl) \
+        if threads == 1 and precision != "fp32" and "headlab-fp32" in runs else []
     return {
         "preset": preset, "threads": threads, "precision": precision,
         "headlab_ms": ms("headlab-" + precision),
@@ -214,6 +225,7 @@ def summarize(preset, threads, precision, runs):
         "over_fp32": med(over_fp32) if over_fp32 else None, "over_fp32_ratios": over_fp32,
         "over_fp32_target": TARGETS_BF16_OVER_FP32.get((preset, threads)) if precision != "fp32" else None,
         "clean_ratio": med(clean),
+        "cpu_ratio": med(cpu_ratios), "cpu_over_fp32": med(cpu_over_fp32),
         "gemm_only_ms": med([r["gemm_only_ms"] for r in hl]),
         "step_over_gemm": med([r["step_over_gemm_only"] for r in hl]),
         "gflops": med([r["achieved_gflops"] for r in hl]),
@@ -235,32 +247,38 @@ def print_table(rows):
     with_base = rows and rows[0]["baseline_ms"] is not None
     with_fp32 = rows and rows[0]["over_fp32"] is not None
     hdr = ("| preset | threads | headlab ms | " + ("baseline ms | speed-up | " if with_base else "") +
-           ("over headlab fp32 (per round) | median | target | " if with_fp32 else "") +
+           ("over headlab fp32 (per round) | median | target | CPU time | " if with_fp32 else "") +
            " | ".join("PyTorch ms ({})".format(s) for s in settings) +
-           " | ratios vs faster | median ratio | target | clean-step ratio | GEMM-only ms | step / GEMM-only"
+           " | ratios vs faster | median ratio | target | clean-step ratio | CPU-time ratio | GEMM-only ms"
+           " | step / GEMM-only"
            " | % of peak | allocs/step | peak RSS MB (headlab / torch) |")
     print(hdr)
     print("|" + "|".join(["---"] * (hdr.count("|") - 1)) + "|")
     for r in rows:
-        clean = "-" if r["clean_ratio"] != r["clean_ratio"] else "{:.2f}x".format(r["clean_ratio"])
+        x = lambda v: "-" if v is None or v != v else "{:.2f}x".format(v)
+        clean = x(r["clean_ratio"])
+        cpu = x(r.get("cpu_ratio"))
         torch = " | ".join("-" if s not in r["torch_ms"] else
                            "{:.2f}{}".format(r["torch_ms"][s], "*" if s == r["compared_with"] else "")
                            for s in settings)
         base = "{:.2f} | {:.2f}x | ".format(r["baseline_ms"], r["speedup_over_baseline"]) if with_base else ""
-        fp32 = "{} | **{:.2f}x** | {} | ".format(" ".join("{:.2f}".format(x) for x in r["over_fp32_ratios"]),
-                                                r["over_fp32"], verdict(r["over_fp32"], r["over_fp32_target"])) \
-            if with_fp32 else ""
-        print("| {} | {} | {:.2f} | {}{}{} | {} | **{:.2f}x** | {} | {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f} | {:.0f} / {:.0f} |"
+        fp32 = "{} | **{:.2f}x** | {} | {} | ".format(
+            " ".join("{:.2f}".format(v) for v in r["over_fp32_ratios"]), r["over_fp32"],
+            verdict(r["over_fp32"], r["over_fp32_target"]), x(r.get("cpu_over_fp32"))) if with_fp32 else ""
+        print("| {} | {} | {:.2f} | {}{}{} | {} | **{:.2f}x** | {} | {} | {} | {:.2f} | {:.2f} | {:.0f}% | {:.0f} | {:.0f} / {:.0f} |"
               .format(r["preset"], r["threads"], r["headlab_ms"], base, fp32, torch,
-                      " ".join("{:.2f}".format(x) for x in r["ratios"]), r["ratio"],
-                      verdict(r["ratio"], r["target"]), clean,
+                      " ".join("{:.2f}".format(v) for v in r["ratios"]), r["ratio"],
+                      verdict(r["ratio"], r["target"]), clean, cpu,
                       r["gemm_only_ms"], r["step_over_gemm"], 100 * r["peak_fraction"], r["allocs"],
                       r["headlab_rss"], r["torch_rss"]))
-    print("(* the faster PyTorch setting, which the ratios compare with)")
+    print("(* the faster PyTorch setting, which the ratios compare with; CPU time: the same ratio on each "
+          "step's CPU time, one thread only)")
 
 
 def main():
     a = parse_args()
+    if a.tables_from:
+        return tables_from(a.tables_from)
     if not os.access(a.headlab, os.X_OK):
         sys.exit("compare: no headlab executable at {} (build it, or pass --headlab / HEADLAB=)".format(a.headlab))
     env_core = env_openblas_core()
@@ -279,12 +297,38 @@ def main():
         for preset in a.presets:
             runs = measure_pair(a, preset, threads, fair, log)
             rows += [summarize(preset, threads, p, runs) for p in a.precisions]
-    for precision in a.precisions:
+    print_tables(rows, a.precisions)
+    print("load average now {:.2f} {:.2f} {:.2f} (was {:.2f} {:.2f} {:.2f} at the start)".format(
+        *os.getloadavg(), *load))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": rows, "runs": log, "env_core": env_core,
+                       "best_core": best, "load_start": load, "load_end": os.getloadavg()}, f, indent=1)
+
+
+def tables_from(path):
+    """The tables of an earlier run, from its --json file's runs (summarized again by this script)."""
+    with open(path) as f:
+        saved = json.load(f)
+    pairs, precisions = {}, []
+    for e in saved["runs"]:
+        pairs.setdefault((e["threads"], e["preset"]), {}).setdefault(e["who"], []).append(
+            (e["report"], e["peak_rss_mb_child"]))
+        if e["precision"] not in precisions:
+            precisions.append(e["precision"])
+    rows = [summarize(preset, threads, p, runs) for (threads, preset), runs in pairs.items() for p in precisions]
+    print("compare: the tables of {} (load average {:.2f} at the start, {:.2f} at the end)".format(
+        path, saved["load_start"][0], saved["load_end"][0]))
+    print_tables(rows, precisions)
+
+
+def print_tables(rows, precisions):
+    for precision in precisions:
         print()
         print("{} products (% of peak: {})".format(
             precision, "the bf16 dot-product peak" if precision == "bf16" else "the FMA peak"))
         print_table([r for r in rows if r["precision"] == precision])
-    for precision in a.precisions:
+    for precision in precisions:
         mine = [r for r in rows if r["precision"] == precision]
         names = sorted({s for r in mine for s in r["torch_ms"]})
         print("PyTorch {} as run: ".format(precision) + "; ".join(
@@ -293,15 +337,16 @@ def main():
                 " ".join("{}{}={}/{}".format(r["preset"], r["threads"], *r["torch_threads"][s])
                          for r in mine if s in r["torch_threads"]))
             for s in names))
+    if "bf16" not in precisions and not cpu_has_bf16():
+        print()
+        print("bf16 table: not measured (this CPU has no AVX512_BF16; headlab refuses runtime.precision "
+              "= \"bf16\" here, \"bf16_or_fp32\" runs fp32)")
     peak = lambda key: med([r[key] for r in rows if r[key] == r[key]])
+    # only bf16 runs measure the bf16 peak
+    bf16_peak = peak("bf16_peak")
     print("peaks per core (medians of headlab's runs, the loops of `headlab bench --kernels`): FMA {:.0f} "
-          "GFLOP/s, bf16 dot products {:.0f} GFLOP/s".format(peak("fma_peak"), peak("bf16_peak")))
-    print("load average now {:.2f} {:.2f} {:.2f} (was {:.2f} {:.2f} {:.2f} at the start)".format(
-        *os.getloadavg(), *load))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"rows": rows, "runs": log, "env_core": env_core,
-                       "best_core": best, "load_start": load, "load_end": os.getloadavg()}, f, indent=1)
+          "GFLOP/s, bf16 dot products {}".format(
+              peak("fma_peak"), "{:.0f} GFLOP/s".format(bf16_peak) if bf16_peak == bf16_peak else "not measured"))
 
 
 if __name__ == "__main__":
