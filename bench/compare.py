@@ -21,8 +21,11 @@ alone does not limit the OpenBLAS that Debian's torch calls). PyTorch bf16
 run on oneDNN's bf16 kernels and so on torch's OpenMP threads, not OpenBLAS's) runs with
 --threads N ("omp") and, with more than one thread, also with one ("1-thread": small products
 may not pay for a second thread); the faster is compared. Peak RSS of each run is read by this script (wait4's rusage of each
-child) for all programs alike. The tables end with the FMA and bf16 dot-product peaks per core
-that headlab's runs measured (the loops `headlab bench --kernels` reports).
+child) for all programs alike. At one thread the tables add the same ratios on each step's CPU
+time (both programs report it; a busy machine stretches it far less than the wall time). The
+tables end with the FMA and bf16 dot-product peaks per core that headlab's runs measured (the
+loops `headlab bench --kernels` reports). `--tables-from FILE` prints the tables of a run that
+`--json FILE` saved, measuring nothing.
 
 Usage (bench/compare.sh passes its arguments here):
   compare.py [--presets S,M,L] [--threads 1,2] [--rounds 3] [--steps S=100,M=40,L=8]
