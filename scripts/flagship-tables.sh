@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Re-measures every table of the README ("Do heads specialize?") and of docs/analysis.md ("The
-# flagship over 20 seeds", "The flagship's region: a phase diagram") and prints them as markdown
-# to stdout, block by block: paste them over the old ones. Each block runs its sweeps (all of
+# flagship over 20 seeds" with "The flagship in bf16" where the CPU has AVX512_BF16, "The
+# flagship's region: a phase diagram") and prints them as markdown to stdout, block by block:
+# paste them over the old ones. Each block runs its sweeps (all of
 # configs/dependency.toml as it is) and then prints its tables (scripts/flagship_tables.py, which
 # reads only the sweeps' documents).
 #
