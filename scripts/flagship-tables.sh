@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Re-measures every table of the README ("Do heads specialize?") and of docs/analysis.md ("The
-# flagship over 20 seeds", "The flagship's region: a phase diagram", "Induction heads") and
-# prints them as markdown to stdout, block by block: paste them over the old ones. Each block runs
-# its sweeps (configs/dependency.toml as it is, unless the block names another config) and then
-# prints its tables (scripts/flagship_tables.py, which reads only the sweeps' documents).
+# flagship over 20 seeds" with "The flagship in bf16" where the CPU has AVX512_BF16, "The
+# flagship's region: a phase diagram", "Induction heads") and prints them as markdown to stdout,
+# block by block: paste them over the old ones. Each block runs its sweeps (configs/dependency.toml
+# as it is, unless the block names another config) and then prints its tables
+# (scripts/flagship_tables.py, which reads only the sweeps' documents).
 #
 #   bash scripts/flagship-tables.sh [OUT]     # OUT defaults to runs/flagship-tables
 #
@@ -142,3 +143,10 @@ sweep_with $region "$out/region-heads" --over model.heads=1,2 --seeds "$phase_se
 sweep_with $region "$out/region-fresh" --over model.heads=4 --set train.seed=1001 \
   --seeds "$fresh_seeds"
 tables race region region-fresh
+
+# --- Block 6: the flagship in bf16 (docs/analysis.md "The flagship in bf16"), where the CPU has
+# AVX512_BF16: h = 4 on the head-count sweep's seeds with runtime.precision = "bf16".
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  sweep "$out/heads-bf16" --over model.heads=4 --set runtime.precision=bf16 --seeds "$seeds"
+  tables heads-bf16
+fi

@@ -521,6 +521,8 @@ def tables(out):
                    lambda: settings_table(out, REGION)),
         "region-fresh": ("configs/dependency-region.toml on seeds not tuned on",
                          lambda: fresh_table(os.path.join(out, "region-fresh"))),
+        "heads-bf16": ("The flagship in bf16 (h = 4, runtime.precision = \"bf16\")",
+                       lambda: heads_table(runs_of(os.path.join(out, "heads-bf16")))),
     }
 
 

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/kernels/kernels.h"
 #include "tests/distributed/mpi_runs.h"
 #include "tests/reliability/process.h"
 #include "tests/reliability/run_dir.h"
@@ -108,6 +109,35 @@ TEST_CASE("dist: N ranks x grad_accum A equal one process x N*A bit for bit (N =
       CHECK(json::parse(read_bytes(run / "summary.json"))["ranks"] == s.ranks);
     }
   }
+}
+
+TEST_CASE("dist: 2 ranks in bf16 equal one process x 2 in bf16 bit for bit, and differ from fp32") {
+  if (!headlab::bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX512_BF16");
+    return;
+  }
+  TempDir tmp("dist-bf16");
+  // Each rank's micro-batch has the shape of one of the single process's two, so every bf16
+  // product has the same shape and thread count (1) and oneDNN sums in the same order.
+  const std::vector<std::string> common = {"train.steps=8", "train.batch_size=8",
+                                           "train.eval_every=4", "train.eval_batches=3",
+                                           "schedule.warmup_steps=2"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), common.begin(), common.end());
+    return more;
+  };
+  const RunResult ref =
+      alone(train_args(tmp / "one", with({"train.grad_accum=2", "runtime.precision=\"bf16\""})));
+  REQUIRE_MESSAGE(ref.exit_code == 0, ref.describe());
+  const RunResult r = mpirun(
+      2, train_args(tmp / "np2", with({"train.grad_accum=1", "runtime.precision=\"bf16\""})));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+  const Outcome want = outcome(tmp / "one");
+  check_same(outcome(tmp / "np2"), want, "2 ranks x 1 vs one process x 2, bf16");
+  // the products really ran in bf16: the same run in fp32 ends with other weights
+  const RunResult fp32 = alone(train_args(tmp / "fp32", with({"train.grad_accum=2"})));
+  REQUIRE_MESSAGE(fp32.exit_code == 0, fp32.describe());
+  CHECK(outcome(tmp / "fp32").model != want.model);
 }
 
 TEST_CASE("dist: resume under mpirun after rank 0 died in a checkpoint, and with another split") {
