@@ -11,8 +11,10 @@ that round.
   /usr/bin/python3 bench/dist_scaling.py --presets M --rounds 1 --json    # the raw reports
   /usr/bin/python3 bench/dist_scaling.py --no-torch      # headlab alone (no PyTorch installed)
 
-The 2-rank step runs with the reduction overlapping the backward (as training does) and with
-`--no-overlap` (the reduction after the backward, as before the overlap), in the same rounds.
+The 2-rank step runs with the reduction overlapping the backward (as training does), with
+`--no-overlap` (the reduction after the backward, as before the overlap) and with
+`--shard-optimizer` (ZeRO-1: each rank updates half of Adam's state, then the owners broadcast
+their parameters), in the same rounds.
 
 As root, mpirun needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (set here when
 running as root).
@@ -38,6 +40,9 @@ def settings(headlab, preset, torch_core):
         ("headlab, `mpirun -np 2`, 1 thread per rank, --no-overlap",
          ["mpirun", "-np", "2", headlab, "bench", "--preset", preset, "--threads", "1", "--json",
           "--no-overlap"]),
+        ("headlab, `mpirun -np 2`, 1 thread per rank, --shard-optimizer (ZeRO-1)",
+         ["mpirun", "-np", "2", headlab, "bench", "--preset", preset, "--threads", "1", "--json",
+          "--shard-optimizer"]),
     ] + ([] if torch_core is None else [
         ("PyTorch, 1 process x 1 thread", torch + ["--threads", "1"]),
         ("PyTorch DDP (gloo), 2 processes x 1 thread", torch + ["--threads", "1", "--ddp", "2"]),

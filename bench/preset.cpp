@@ -19,6 +19,7 @@
 #include "train/distributed/comm.h"
 #include "train/distributed/reduce.h"
 #include "train/run/model.h"
+#include "train/run/optimizer_shard.h"
 
 namespace headlab::bench {
 namespace {
@@ -78,7 +79,7 @@ EncoderOptions preset_encoder(const Preset& p) {
 // (cyclic), as the reference; with several ranks each keeps its rows [first, first + B) of it,
 // and its gradients are reduced over the ranks as training reduces them.
 struct PresetState {
-  PresetState(const Preset& p, int seed, Comm* comm, int64_t B, int64_t first)
+  PresetState(const Preset& p, int seed, Comm* comm, int64_t B, int64_t first, bool sharded)
       : init(static_cast<uint64_t>(seed)),
         model(preset_encoder(p), init),
         adam(model.named_parameters(),
@@ -87,7 +88,8 @@ struct PresetState {
                ao.lr = 1e-3;
                return ao;
              }()),
-        reduce(comm ? *comm : alone, 1, gradient_sizes(model)) {
+        reduce(comm ? *comm : alone, 1, gradient_sizes(model)),
+        shard(comm ? *comm : alone, adam, sharded) {
     const int64_t T = p.seq;
     ids.resize(static_cast<size_t>(p.batch * T));
     targets.resize(ids.size());
@@ -119,6 +121,7 @@ struct PresetState {
   Adam adam;
   LocalComm alone;  // the ranks when there is no comm
   GradientReducer reduce;
+  OptimizerShard shard;
   std::vector<int32_t> ids, targets;
   std::vector<std::span<float>> grads;
   std::unordered_map<const void*, size_t> index;       // a parameter's node -> its buffer
@@ -154,7 +157,7 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
   // batch, else one row more on some ranks (3 ranks of L's 32: 10, 11, 11).
   const int64_t rank = o.comm ? o.comm->rank() : 0, first = rank * p.batch / ranks;
   const int64_t B = (rank + 1) * p.batch / ranks - first, T = p.seq, global_tokens = p.batch * T;
-  auto state = std::make_shared<PresetState>(p, o.seed, o.comm, B, first);
+  auto state = std::make_shared<PresetState>(p, o.seed, o.comm, B, first, o.shard_optimizer);
   PresetState& s = *state;
   int64_t n_params = 0;
   for (const auto& np : s.model.named_parameters()) n_params += np.var.numel();
@@ -181,6 +184,7 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
     }
     s.reduce.finish(s.grads, global_tokens);
     s.adam.step();
+    s.shard.broadcast_parameters();  // sharded: the owners' new values to every rank
     return loss.value()[0];
   };
   if (ranks > 1) {
@@ -198,7 +202,12 @@ Workload preset_workload(const StepBenchOptions& o, int threads_option) {
                    {"heads", p.heads},        {"batch", p.batch},   {"ranks", ranks},
                    {"batch_per_rank", B},     {"layers", p.layers}, {"ffn_mult", kFfnMult},
                    {"params", n_params},      {"threads", threads}};
-  if (ranks > 1) w.description["overlap"] = overlap;
+  if (ranks > 1) {
+    w.description["overlap"] = overlap;
+    w.description["shard_optimizer"] = s.shard.active();
+    const int64_t mine = s.shard.state_bytes_per_rank()[static_cast<size_t>(rank)];
+    w.description["optimizer_state_bytes_per_rank"] = mine;
+  }
   return w;
 }
 

@@ -56,6 +56,9 @@ struct StepBenchOptions {
   // Presets over ranks: the reduction overlaps the backward, as training's does (false: it
   // starts after the backward, as before the overlap; for comparing the two).
   bool overlap = true;
+  // Presets over ranks: ZeRO-1, each rank updates and keeps the Adam state of its own parameters
+  // and broadcasts their new values (runtime.shard_optimizer; for comparing with unsharded).
+  bool shard_optimizer = false;
 };
 
 // What measure_steps and profile_steps run, what it is (merged into their reports), its default

@@ -128,3 +128,28 @@ TEST_CASE("dist: shard: runtime.shard_optimizer takes true or false") {
   CHECK_MESSAGE(count_error_lines(r) == 1, r.describe());
   CHECK_MESSAGE(r.err.find("runtime.shard_optimizer") != std::string::npos, r.describe());
 }
+
+TEST_CASE(
+    "dist: shard: bench --preset --shard-optimizer ends at the unsharded loss, a shard per rank") {
+  // The benchmark's step (bench/dist_scaling.py's ZeRO-1 row) must be the step it names: the
+  // same bits as unsharded, and each rank holding about half of Adam's state at 2 ranks.
+  const auto bench = [](bool shard) {
+    std::vector<std::string> a = {HEADLAB_CLI, "bench", "--preset", "S", "--threads", "1",
+                                  "--steps",   "4",     "--warmup", "1", "--json"};
+    if (shard) a.push_back("--shard-optimizer");
+    const RunResult r = mpirun(2, a);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+    std::string out = r.out;  // the report is the last line
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return json::parse(out.substr(out.rfind('\n') + 1));
+  };
+  const json plain = bench(false), sharded = bench(true);
+  CHECK(plain["shard_optimizer"] == false);
+  CHECK(sharded["shard_optimizer"] == true);
+  CHECK(sharded["loss_last"].get<double>() == plain["loss_last"].get<double>());
+  const int64_t whole = plain["optimizer_state_bytes_per_rank"].get<int64_t>();
+  const int64_t mine = sharded["optimizer_state_bytes_per_rank"].get<int64_t>();
+  CHECK(mine > 0);
+  CHECK(mine < whole);
+  CHECK(mine * 10 >= whole * 4);  // greedy whole tensors: within 40-60% of the state
+}

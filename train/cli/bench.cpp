@@ -73,6 +73,9 @@ void add_step_options(CLI::App& cmd, bench::StepBenchOptions& o) {
       "--no-overlap", [&o] { o.overlap = false; },
       "--preset under mpirun: start the gradient reduction after the backward instead of "
       "during it (the step before the overlap, for comparison)");
+  cmd.add_flag("--shard-optimizer", o.shard_optimizer,
+               "--preset under mpirun: shard Adam's state over the ranks (ZeRO-1, as "
+               "runtime.shard_optimizer), each owner broadcasting its parameters after the step");
 }
 
 // "preset M (seq 32, d_model 128, heads 8, batch 64, layers 2), 1 thread(s), backend onednn"
@@ -119,6 +122,9 @@ void print_step_bench(const json& r) {
     fmt::print("  ranks       {} x batch {}; gradient reduction {:.3f} ms per step (median)\n",
                r["ranks"].get<int64_t>(), r["batch_per_rank"].get<int64_t>(),
                r["allreduce_ms_median"].get<double>());
+  if (r.value("shard_optimizer", false))
+    fmt::print("  optimizer   sharded (ZeRO-1): {:.2f} MB of Adam state on rank 0\n",
+               static_cast<double>(r["optimizer_state_bytes_per_rank"].get<int64_t>()) / 1e6);
 }
 
 void print_reduce_table(const json& r) {
