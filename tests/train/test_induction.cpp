@@ -15,10 +15,12 @@
 #include "layers/hooks.h"
 #include "train/analysis/induction.h"
 #include "train/config/config.h"
+#include "train/report/sections.h"
 #include "train/tasks/induction.h"
 #include "train/tasks/registry.h"
 
 using namespace headlab;
+using headlab::report_parts::midpoint_step;
 
 TEST_CASE("induction task: BOS, distinct fresh tokens, the segment repeated at the end") {
   InductionOptions o;  // V 64, T 32, L in [4, 15]

@@ -117,17 +117,6 @@ InContextScore in_context_score(std::span<const double> loss, int64_t length) {
   return s;
 }
 
-double midpoint_step(std::span<const double> steps, std::span<const double> values) {
-  if (steps.size() != values.size())
-    fail("midpoint step: {} steps but {} values", steps.size(), values.size());
-  if (values.empty() || values.front() == values.back()) return -1;
-  const double mid = (values.front() + values.back()) / 2;
-  const bool rising = values.back() > values.front();
-  for (size_t i = 0; i < values.size(); ++i)
-    if (rising ? values[i] >= mid : values[i] <= mid) return steps[i];
-  return -1;  // unreachable: the last value is past the midpoint
-}
-
 namespace {
 
 using Matrix = std::vector<double>;  // row-major D x D

@@ -95,12 +95,6 @@ struct InContextScore {
 // length < 3 or the losses are not [length].
 InContextScore in_context_score(std::span<const double> loss_by_position, int64_t length);
 
-// The step of a phase change in a series measured at `steps`: the first step whose value has
-// gone at least half of the way from the first value to the last (either direction), so a slow
-// drift before the change and noise after it do not move the mark much. -1 when the series is
-// empty or does not move. Throws when the spans' sizes differ.
-double midpoint_step(std::span<const double> steps, std::span<const double> values);
-
 // K(h, h') for every head h of `lower` and h' of `upper`: [H_upper][H_lower]. Throws when the
 // layers' widths differ.
 std::vector<std::vector<double>> k_composition(const MultiHeadAttention& lower,

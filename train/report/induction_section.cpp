@@ -2,15 +2,26 @@
 // train/analysis/induction.h), drawn in the run report's timeline section: the loss, the
 // in-context score and the induction head's score against steps, the step where the head forms
 // and the step of the in-context jump, each at the midpoint of its change (midpoint_step,
-// train/analysis/induction.h), the head only where its final score exceeds 0.5.
+// sections.h), the head only where its final score exceeds 0.5.
 
 #include <fmt/format.h>
 
-#include "train/analysis/induction.h"
+#include "core/error.h"
 #include "train/report/parts.h"
 #include "train/report/sections.h"
 
 namespace headlab::report_parts {
+
+double midpoint_step(std::span<const double> steps, std::span<const double> values) {
+  if (steps.size() != values.size())
+    fail("midpoint step: {} steps but {} values", steps.size(), values.size());
+  if (values.empty() || values.front() == values.back()) return -1;
+  const double mid = (values.front() + values.back()) / 2;
+  const bool rising = values.back() > values.front();
+  for (size_t i = 0; i < values.size(); ++i)
+    if (rising ? values[i] >= mid : values[i] <= mid) return steps[i];
+  return -1;  // unreachable: the last value is past the midpoint
+}
 
 std::string induction_phase_change(const std::vector<nlohmann::json>& timeline) {
   std::vector<double> step, loss, in_context, induction, previous;
