@@ -4,15 +4,17 @@
     python3 scripts/induction_tables.py runs/sweep-induction
 
 Reads each run's timeline.jsonl ("induction" rows, train/analysis/induction.h) and prints one
-markdown row per number of layers. Definitions (docs/analysis.md, "Induction heads"):
+markdown row per number of layers and heads. Definitions (docs/analysis.md, "Induction heads"):
   previous-token head: a layer-0 head whose previous-token score at the end exceeds 0.5;
   L0 previous-token sum: the layer-0 heads' previous-token scores added up, the share of the
     previous token that layer 0 moves as a whole (it can be spread over several heads);
-  induction head: a head of layer >= 1 whose induction score exceeds 0.5; it "forms" at the
-    first evaluation where one does (a 1-layer model's heads are scored too, as "layer-0
-    induction", which should stay below 0.5);
-  in-context jump: the first evaluation whose in-context score is below half its final value;
-    "within the window" when it lies within WINDOW steps of the formation step.
+  induction head: a head of layer >= 1 whose induction score exceeds 0.5 at the end (a 1-layer
+    model's heads are scored too, as "layer-0 induction", which should stay below 0.5);
+  formation step: the first evaluation where the best induction score reaches the midpoint
+    between its first and its final value (only for a run that has an induction head);
+  in-context jump: likewise, the first evaluation where the in-context score reaches the
+    midpoint between its first and its final value;
+  "within the window" when the jump lies within WINDOW steps of the formation step.
 """
 import json
 import pathlib
@@ -28,6 +30,17 @@ def rows(run):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def midpoint_step(tl, value):
+    """The first step where value(row) has gone half of the way from its first to its final
+    value (in either direction), or None when it does not move."""
+    start, end = value(tl[0]), value(tl[-1])
+    if start == end:
+        return None
+    mid = (start + end) / 2
+    rising = end > start
+    return next(r["step"] for r in tl if (value(r) >= mid if rising else value(r) <= mid))
+
+
 def measure(run):
     tl = rows(run)
     last = tl[-1]["induction"]
@@ -36,11 +49,14 @@ def measure(run):
     prev_sum = sum(last["previous_token"][0])
     best_induction = lambda r: max(max(l) for l in r["induction"]["induction"][1:]) if layers > 1 \
         else max(r["induction"]["induction"][0])
-    forms = next((r["step"] for r in tl if best_induction(r) > THRESHOLD), None)
-    final_icl = last["in_context_score"]
-    jump = next((r["step"] for r in tl if r["induction"]["in_context_score"] < final_icl / 2), None)
+    has_head = best_induction(tl[-1]) > THRESHOLD
+    forms = midpoint_step(tl, best_induction) if has_head else None
+    icl = lambda r: r["induction"]["in_context_score"]
+    final_icl = icl(tl[-1])
+    jump = midpoint_step(tl, icl)
     return {
         "layers": layers,
+        "heads": len(last["previous_token"][0]),
         "loss": tl[-1]["loss"],
         "icl": final_icl,
         "prev": prev_end,
@@ -57,23 +73,24 @@ def main(sweep):
     by_layers = {}
     for run in runs:
         m = measure(run)
-        by_layers.setdefault(m["layers"], []).append(m)
-    print("| layers | seeds | eval loss | in-context score | L0 previous-token score (lowest) "
-          "| previous-token head | L0 previous-token sum (lowest) | best induction score (highest) | induction head | forms at step "
-          "| in-context jump at step | jump within 200 steps |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for layers, ms in sorted(by_layers.items()):
+        by_layers.setdefault((m["layers"], m["heads"]), []).append(m)
+    print("| layers | heads | seeds | eval loss | in-context score | L0 previous-token score (lowest) "
+          "| previous-token head | L0 previous-token sum (lowest) | best induction score (highest) | induction head | forms at step (midpoint) "
+          f"| in-context jump at step (midpoint) | jump within {WINDOW} steps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (layers, heads), ms in sorted(by_layers.items()):
         n = len(ms)
         mean = lambda k: statistics.mean(m[k] for m in ms)
         formed = [m["forms"] for m in ms if m["forms"] is not None]
+        with_head = sum(m["induction"] > THRESHOLD for m in ms)
         jumps = [m["jump"] for m in ms if m["jump"] is not None]
         span = lambda v: "never" if not v else f"{min(v)}-{max(v)}"
-        print(f"| {layers} | {n} | {mean('loss'):.3f} | {mean('icl'):.2f} "
+        print(f"| {layers} | {heads} | {n} | {mean('loss'):.3f} | {mean('icl'):.2f} "
               f"| {mean('prev'):.2f} ({min(m['prev'] for m in ms):.2f}) "
               f"| {sum(m['prev'] > THRESHOLD for m in ms)} of {n} "
               f"| {mean('prev_sum'):.2f} ({min(m['prev_sum'] for m in ms):.2f}) "
               f"| {mean('induction'):.2f} ({max(m['induction'] for m in ms):.2f}) "
-              f"| {len(formed)} of {n} | {span(formed)} | {span(jumps)} "
+              f"| {with_head} of {n} | {span(formed)} | {span(jumps)} "
               f"| {sum(m['within'] for m in ms)} of {n} |")
 
 

@@ -15,10 +15,12 @@
 #include "layers/hooks.h"
 #include "train/analysis/induction.h"
 #include "train/config/config.h"
+#include "train/report/sections.h"
 #include "train/tasks/induction.h"
 #include "train/tasks/registry.h"
 
 using namespace headlab;
+using headlab::report_parts::midpoint_step;
 
 TEST_CASE("induction task: BOS, distinct fresh tokens, the segment repeated at the end") {
   InductionOptions o;  // V 64, T 32, L in [4, 15]
@@ -258,15 +260,45 @@ TEST_CASE("lm head detectors: previous-token, duplicate-token and induction head
   CHECK_THROWS_AS(acc.add({a}, tokens, labels, 1, T - 1), Error);
 }
 
-TEST_CASE("in-context score: loss late minus loss early, and the loss by position") {
-  // T = 33: 32 predictions, early = floor(32 * 50 / 512) = 3, late = floor(32 * 500 / 512) = 31.
-  std::vector<double> loss(33);
-  for (size_t t = 0; t < loss.size(); ++t) loss[t] = 4.0 - 0.1 * static_cast<double>(t);
-  const InContextScore c = in_context_score(loss, 33);
-  CHECK(c.early == 3);
-  CHECK(c.late == 31);
-  CHECK(c.score == doctest::Approx((4.0 - 3.1) - (4.0 - 0.3)));  // -2.8
-  CHECK_THROWS_AS(in_context_score(loss, 32), Error);
+TEST_CASE("in-context score: mean loss of the late quarter minus the early quarter") {
+  // T = 9: 8 predictions, quarters of q = 2: early positions 0-1, late 6-7; position 8 predicts
+  // nothing and the middle is left out, so 100 there must not count.
+  const std::vector<double> loss = {5, 3, 100, 100, 100, 100, 2, 1, 100};
+  const InContextScore c = in_context_score(loss, 9);
+  CHECK(c.early_begin == 0);
+  CHECK(c.early_end == 2);
+  CHECK(c.late_begin == 6);
+  CHECK(c.late_end == 8);
+  CHECK(c.early_loss == doctest::Approx(4.0));  // (5 + 3) / 2
+  CHECK(c.late_loss == doctest::Approx(1.5));   // (2 + 1) / 2
+  CHECK(c.score == doctest::Approx(-2.5));
+  // T = 32 (configs/induction.toml): 31 predictions, q = 7: positions 0-6 and 24-30.
+  std::vector<double> ramp(32);
+  for (size_t t = 0; t < ramp.size(); ++t) ramp[t] = 4.0 - 0.1 * static_cast<double>(t);
+  const InContextScore r = in_context_score(ramp, 32);
+  CHECK(r.early_end == 7);
+  CHECK(r.late_begin == 24);
+  CHECK(r.late_end == 31);
+  CHECK(r.score == doctest::Approx((4.0 - 2.7) - (4.0 - 0.3)));  // means at t = 27 and 3: -2.4
+  // T = 3: 2 predictions, q = 1: one position each.
+  const InContextScore s = in_context_score(std::vector<double>{2, 1, 9}, 3);
+  CHECK(s.score == doctest::Approx(-1.0));
+  CHECK_THROWS_AS(in_context_score(loss, 8), Error);
+  CHECK_THROWS_AS(in_context_score(std::vector<double>{1, 2}, 2), Error);
+}
+
+TEST_CASE("midpoint step: the first step half of the way from the first value to the last") {
+  const std::vector<double> steps = {0, 50, 100, 150, 200};
+  // Rising 0 -> 0.9, midpoint 0.45: 0.46 at step 100 (a 0.5 threshold would say 150).
+  CHECK(midpoint_step(steps, std::vector<double>{0, 0.1, 0.46, 0.8, 0.9}) == 100);
+  // Falling -0.5 -> -2.5, midpoint -1.5: reached exactly at step 150.
+  CHECK(midpoint_step(steps, std::vector<double>{-0.5, -0.75, -1.0, -1.5, -2.5}) == 150);
+  CHECK(midpoint_step(steps, std::vector<double>{1, 2, 3, 2, 1}) == -1);  // no net change
+  CHECK(midpoint_step({}, {}) == -1);
+  CHECK_THROWS_AS(midpoint_step(steps, std::vector<double>{1, 2}), Error);
+}
+
+TEST_CASE("loss by position: the mean cross-entropy at each position over sequences") {
   // Logits of 2 sequences of 3 positions, 2 classes; the last position has no label.
   const Tensor logits = Tensor::from({2, 3, 2}, {0, 0, std::log(3.0f), 0, 5, 5,  //
                                                  0, 0, 0, std::log(3.0f), 1, 2});

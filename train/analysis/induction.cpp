@@ -100,11 +100,19 @@ InContextScore in_context_score(std::span<const double> loss, int64_t length) {
   if (static_cast<int64_t>(loss.size()) != length)
     fail("in-context score: {} losses for length {}", loss.size(), length);
   const int64_t n = length - 1;  // positions with a next token
+  const int64_t q = std::max<int64_t>(1, n / 4);
+  const auto mean = [&](int64_t begin, int64_t end) {
+    double sum = 0;
+    for (int64_t t = begin; t < end; ++t) sum += loss[static_cast<size_t>(t)];
+    return sum / static_cast<double>(end - begin);
+  };
   InContextScore s;
-  s.early = n * 50 / 512;
-  s.late = n * 500 / 512;
-  s.early_loss = loss[static_cast<size_t>(s.early)];
-  s.late_loss = loss[static_cast<size_t>(s.late)];
+  s.early_begin = 0;
+  s.early_end = q;
+  s.late_begin = n - q;
+  s.late_end = n;
+  s.early_loss = mean(s.early_begin, s.early_end);
+  s.late_loss = mean(s.late_begin, s.late_end);
   s.score = s.late_loss - s.early_loss;
   return s;
 }
@@ -256,8 +264,8 @@ json induction_timeline_json(const InductionMeasure& m) {
           {"induction_score", m.induction_score},
           {"in_context_score", c.score},
           {"in_context",
-           {{"early_position", c.early},
-            {"late_position", c.late},
+           {{"early_positions", {c.early_begin, c.early_end - 1}},
+            {"late_positions", {c.late_begin, c.late_end - 1}},
             {"early_loss", c.early_loss},
             {"late_loss", c.late_loss}}},
           {"k_composition", m.k_composition}};

@@ -14,9 +14,13 @@
 //
 // In-context score: loss(t) is the mean cross-entropy of predicting token t + 1 at position t
 // over the evaluation sequences, for t in [0, N), N = T - 1. Olsson et al. take the loss at the
-// 500th token minus that at the 50th of 512; scaled to N predictions: early = floor(N 50 / 512),
-// late = floor(N 500 / 512), score = loss(late) - loss(early). Negative when the model predicts
-// better late in the sequence, i.e. it uses its context (T = 32: positions 3 and 30).
+// 500th token minus that at the 50th of 512; at 512 tokens one position is an average over many
+// contexts, but at N = 31 one position is mostly noise and, with the copies at random places, a
+// single late position is predictable by copying in only a few sequences. So the score averages
+// windows, a quarter of the predictions each: q = max(1, floor(N / 4)),
+// early = [0, q), late = [N - q, N), score = mean loss(late) - mean loss(early). Negative when
+// the model predicts better late in the sequence, i.e. it uses its context (T = 32: positions
+// 0-6 and 24-30).
 //
 // K-composition of head h of layer 0 into head h' of layer 1, from the weights alone:
 //   W_OV^{0,h}  = W_O^h W_V^h                  [D, D]   (the residual written by head h)
@@ -82,9 +86,10 @@ class PositionLossAccumulator {
 };
 
 struct InContextScore {
-  int64_t early = 0, late = 0;  // positions
-  double early_loss = 0, late_loss = 0;
-  double score = 0;  // late_loss - early_loss
+  // The windows [early_begin, early_end) and [late_begin, late_end) of positions.
+  int64_t early_begin = 0, early_end = 0, late_begin = 0, late_end = 0;
+  double early_loss = 0, late_loss = 0;  // the windows' mean losses
+  double score = 0;                      // late_loss - early_loss
 };
 // From loss(t) of a sequence of `length` positions (length - 1 predictions); throws when
 // length < 3 or the losses are not [length].

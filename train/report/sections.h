@@ -3,6 +3,7 @@
 // how to add one). A section is a function from a page's view of its documents to HTML, listed
 // in kRunSections (run_report.cpp) or kSweepSections (sweep_report.cpp).
 
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,11 @@ std::string table_body(const RunView& v);
 // relation is first claimed (its assigned head's mass > 0.5) and the order of the claims, from
 // timeline.jsonl. A note when the run has no timeline.
 std::string timeline_body(const RunView& v);
+// The step of a phase change in a series measured at `steps`: the first step whose value has
+// gone at least half of the way from the first value to the last (either direction), so a slow
+// drift before the change and noise after it do not move the mark much. -1 when the series is
+// empty or does not move. Throws when the spans' sizes differ.
+double midpoint_step(std::span<const double> steps, std::span<const double> values);
 // The phase change of a next-token run from timeline.jsonl's "induction" rows; empty without.
 std::string induction_phase_change(const std::vector<nlohmann::json>& timeline);
 // "pruning": accuracy and component accuracy against heads pruned (heads.json "pruning"), each
