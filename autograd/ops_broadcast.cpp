@@ -85,14 +85,15 @@ Var where(const Tensor& mask, const Var& a, const Var& b) {
   const Var ea = a.shape() == shape ? a : detail::broadcast_to(kOp, a, shape);
   const Var eb = b.shape() == shape ? b : detail::broadcast_to(kOp, b, shape);
   const Tensor m = mask_over(kOp, mask, shape, "the output");
+  Var out = make_output(kOp, shape, {&ea, &eb});
+  ew::select(m.data(), m.shape(), ea.value().data(), eb.value().data(), shape, out.value().data());
   // The mask expanded to the output's shape as 1 (take a) and 0 (take b), kept for backward.
   const int64_t n = shape.numel();
-  Tensor take_a = Tensor::zeros(shape);
-  ew::masked_fill(take_a.data(), shape, m.data(), m.shape(), 1.0f, take_a.data());
-  Var out = make_output(kOp, shape, {&ea, &eb});
-  const float* av = ea.value().data();
-  const float* bv = eb.value().data();
-  for (int64_t i = 0; i < n; ++i) out.value()[i] = take_a[i] != 0.0f ? av[i] : bv[i];
+  Tensor take_a;
+  if (out.requires_grad()) {
+    take_a = Tensor::zeros(shape);
+    ew::masked_fill(take_a.data(), shape, m.data(), m.shape(), 1.0f, take_a.data());
+  }
 
   // a and b may be the same Var: it then gets g from both branches, g in all.
   record(kOp, out, [ea, eb, take_a, n](const Tensor& g) {

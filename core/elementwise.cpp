@@ -135,15 +135,15 @@ void scatter_add_rows(const float* src, int64_t dim, const float* id_bits, int64
   }
 }
 
-void masked_fill(const float* x, const Shape& x_shape, const float* mask, const Shape& mask_shape,
-                 float value, float* out) {
-  const int rank = x_shape.rank();
-  const int64_t n = x_shape.numel();
-  if (n == 0) return;
-  if (rank == 0) {
-    out[0] = mask[0] != 0.0f ? value : x[0];
-    return;
-  }
+namespace {
+
+// Calls row(base, mask_offset, mask_inner) for each row of `cols` = shape[-1] elements of a
+// tensor of `shape` (rank >= 1), in order: base is the row's first element, and the mask value
+// of its element j is mask[mask_offset + j * mask_inner] (mask_shape has shape's rank; each of
+// its dims equals shape's or is 1, a broadcast).
+template <class Row>
+void for_each_masked_row(const Shape& shape, const Shape& mask_shape, Row row) {
+  const int rank = shape.rank();
   // Stride of each mask dim in the mask's buffer, 0 where it broadcasts.
   std::array<int64_t, Shape::kMaxRank> mstride{};
   int64_t s = 1;
@@ -151,19 +151,52 @@ void masked_fill(const float* x, const Shape& x_shape, const float* mask, const 
     mstride[d] = mask_shape[d] == 1 ? 0 : s;
     s *= mask_shape[d];
   }
-  const int64_t cols = x_shape[rank - 1];
-  const int64_t inner = mstride[rank - 1];
+  const int64_t n = shape.numel(), cols = shape[rank - 1];
   std::array<int64_t, Shape::kMaxRank> idx{};  // odometer over the leading dims
   for (int64_t base = 0; base < n; base += cols) {
     int64_t moff = 0;
     for (int d = 0; d < rank - 1; ++d) moff += idx[d] * mstride[d];
-    for (int64_t j = 0; j < cols; ++j)
-      out[base + j] = mask[moff + j * inner] != 0.0f ? value : x[base + j];
+    row(base, moff, mstride[rank - 1]);
     for (int d = rank - 2; d >= 0; --d) {
-      if (++idx[d] < x_shape[d]) break;
+      if (++idx[d] < shape[d]) break;
       idx[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+void masked_fill(const float* x, const Shape& x_shape, const float* mask, const Shape& mask_shape,
+                 float value, float* out) {
+  if (x_shape.numel() == 0) return;
+  if (x_shape.rank() == 0) {
+    out[0] = mask[0] != 0.0f ? value : x[0];
+    return;
+  }
+  const int64_t cols = x_shape[-1];
+  for_each_masked_row(x_shape, mask_shape, [&](int64_t base, int64_t moff, int64_t inner) {
+    for (int64_t j = 0; j < cols; ++j)
+      out[base + j] = mask[moff + j * inner] != 0.0f ? value : x[base + j];
+  });
+}
+
+void select(const float* mask, const Shape& mask_shape, const float* a, const float* b,
+            const Shape& shape, float* out) {
+  if (shape.numel() == 0) return;
+  if (shape.rank() == 0) {
+    out[0] = mask[0] != 0.0f ? a[0] : b[0];
+    return;
+  }
+  const int64_t cols = shape[-1];
+  for_each_masked_row(shape, mask_shape, [&](int64_t base, int64_t moff, int64_t inner) {
+    if (inner == 0) {  // one mask value for the whole row (a head's slice, a position): a copy
+      std::memcpy(out + base, (mask[moff] != 0.0f ? a : b) + base,
+                  static_cast<size_t>(cols) * sizeof(float));
+      return;
+    }
+    for (int64_t j = 0; j < cols; ++j)
+      out[base + j] = mask[moff + j * inner] != 0.0f ? a[base + j] : b[base + j];
+  });
 }
 
 // Rng::uniform() < p, without a branch (a 30% coin defeats the branch predictor): uniform() is

@@ -54,6 +54,10 @@ void scatter_add_rows(const float* src, int64_t dim, const float* id_bits, int64
 void masked_fill(const float* x, const Shape& x_shape, const float* mask, const Shape& mask_shape,
                  float value, float* out);
 
+// out = a where mask != 0, b where mask == 0; a, b and out of `shape`, mask as in masked_fill.
+void select(const float* mask, const Shape& mask_shape, const float* a, const float* b,
+            const Shape& shape, float* out);
+
 // Inverted-dropout mask: mask[i] = 0 when rng.uniform() < p, else 1 / (1 - p). One draw per
 // element, in order, so a seed gives the same mask on every backend. p in [0, 1).
 void dropout_mask(Rng& rng, float p, float* mask, int64_t n);

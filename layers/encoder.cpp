@@ -100,14 +100,35 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   if (batch <= 0 || length <= 0 || length > options_.max_len)
     fail("encoder: batch {} and length {} must be positive with length <= max_len {}", batch,
          length, options_.max_len);
-  const Shape ids_shape{batch, length};
-  Var x = embeddings_[0]->forward(features[0], ids_shape);  // [B, T, D]
-  for (size_t f = 1; f < features.size(); ++f)
-    x = add(x, embeddings_[f]->forward(features[f], ids_shape));
-  x = hook("hook_embed", checked_slot("encoder.positions", options_.positions_layer.name,
-                                      "positions", x, [&] { return positions_->forward(x); }));
-  if (is_training() && options_.dropout > 0.0f)
-    x = dropout(x, options_.dropout, *dropout_rng_, true);
+  // A forward that starts at a block's input (Hooks::start_at) skips the embeddings and the
+  // blocks below it; the block passes the start through its hook_resid_pre.
+  size_t first = 0;
+  Var x;
+  if (const Hooks* hooks = attached_hooks(); hooks && hooks->has_starts()) {
+    if (need_weights)
+      fail(
+          "encoder: need_weights in a forward that starts at a hook point: the attention "
+          "before the start is not computed");
+    for (size_t l = layers_.size(); l-- > 0 && !x.defined();) {
+      const Tensor* start = hook_start(block_hook(static_cast<int64_t>(l), "hook_resid_pre"));
+      if (!start) continue;
+      if (start->shape() != Shape{batch, length, options_.d_model})
+        fail("encoder: the start at blocks.{}.hook_resid_pre is {} but the batch is [{}, {}, {}]",
+             l, start->shape().str(), batch, length, options_.d_model);
+      first = l;
+      x = Var(*start);
+    }
+  }
+  if (!x.defined()) {
+    const Shape ids_shape{batch, length};
+    x = embeddings_[0]->forward(features[0], ids_shape);  // [B, T, D]
+    for (size_t f = 1; f < features.size(); ++f)
+      x = add(x, embeddings_[f]->forward(features[f], ids_shape));
+    x = hook("hook_embed", checked_slot("encoder.positions", options_.positions_layer.name,
+                                        "positions", x, [&] { return positions_->forward(x); }));
+    if (is_training() && options_.dropout > 0.0f)
+      x = dropout(x, options_.dropout, *dropout_rng_, true);
+  }
 
   const Tensor* attn_mask = nullptr;
   if (options_.causal) {
@@ -121,7 +142,7 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   }
   EncoderOutput out;
   if (need_weights) out.weights.reserve(layers_.size());
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  for (size_t l = first; l < layers_.size(); ++l) {
     EncoderLayerOutput y;
     try {
       y = layers_[l]->forward(x, key_padding_mask, attn_mask, need_weights);

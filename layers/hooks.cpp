@@ -27,19 +27,42 @@ void Hooks::uncache(std::string_view name) {
 void Hooks::clear() {
   cache_requests_.clear();
   edits_.clear();
+  starts_.clear();
   forget();
 }
 
+void Hooks::start_at(std::string name, Tensor value) {
+  if (!value.defined()) fail("hooks: the start at '{}' has no value", name);
+  starts_[std::move(name)] = std::move(value);
+}
+
+void Hooks::clear_starts() {
+  starts_.clear();
+}
+
+const Tensor* Hooks::start(std::string_view name) const {
+  const auto it = starts_.find(name);
+  return it == starts_.end() ? nullptr : &it->second;
+}
+
 bool Hooks::wants(std::string_view name) const {
-  return cache_requests_.find(name) != cache_requests_.end() || edits(name);
+  return cache_requests_.find(name) != cache_requests_.end() || edits(name) ||
+         starts_.find(name) != starts_.end();
 }
 
 bool Hooks::edits(std::string_view name) const {
   return edits_.find(name) != edits_.end();
 }
 
-Var Hooks::apply(const std::string& name, const Var& x) {
+Var Hooks::apply(const std::string& name, const Var& computed) {
   seen_.push_back(name);
+  Var x = computed;
+  if (const auto s = starts_.find(name); s != starts_.end()) {
+    if (s->second.shape() != computed.shape())
+      fail("hooks: the start at '{}' has shape {} but the point's value is {}", name,
+           s->second.shape().str(), computed.shape().str());
+    x = Var(s->second);
+  }
   if (cache_requests_.find(name) != cache_requests_.end()) values_[name] = x;
   const auto it = edits_.find(name);
   if (it == edits_.end()) return x;

@@ -57,16 +57,35 @@ class Hooks {
   void remove_edit(std::string_view name);
   // Stops caching `name` (its last value is kept until forget()).
   void uncache(std::string_view name);
-  // Drops every edit and every cache request.
+  // Drops every edit, every cache request and every start.
   void clear();
+
+  // Starts the next forwards at point `name` (TransformerLens's start_at_layer, at a point): the
+  // point's value is `value` (its shape checked there), whatever the layers before it compute;
+  // an edit at the point applies to it, a cache keeps it. A layer may skip the work whose only
+  // use is that value (Module::hook_start): the Encoder skips the embeddings and the blocks
+  // before a blocks.L.hook_resid_pre start, MultiHeadAttention its projections and softmax
+  // before an attn.hook_z start; a layer that does not skip computes the value and the point
+  // replaces it, the same numbers without the time saved. Points inside skipped work are not
+  // passed (seen() omits them, their caches stay empty), and a forward with need_weights is
+  // refused while a start is set. The head analysis starts its gated evaluations at the clean
+  // run's values (train/analysis/head_gates.h).
+  void start_at(std::string name, Tensor value);
+  void clear_starts();
+  // The value of a start at `name`, or null.
+  const Tensor* start(std::string_view name) const;
+  bool has_starts() const { return !starts_.empty(); }
+  // How many points have an edit.
+  size_t edit_count() const { return edits_.size(); }
 
   // Whether a cache or an edit is attached at `name`.
   bool wants(std::string_view name) const;
   bool edits(std::string_view name) const;
 
-  // What a layer's Module::hook calls: records `name` as seen, keeps x when cached, and returns
-  // the edit's value (or x).
-  Var apply(const std::string& name, const Var& x);
+  // What a layer's Module::hook calls: records `name` as seen, takes the start's value in place
+  // of `computed` when the point has one, keeps that value when cached, and returns the edit's
+  // value (or that value).
+  Var apply(const std::string& name, const Var& computed);
 
   // The value cached at `name` by the last forward; throws naming the point and listing the
   // cached ones when it was not cached or not reached.
@@ -82,6 +101,7 @@ class Hooks {
   std::map<std::string, bool, std::less<>> cache_requests_;
   std::map<std::string, Edit, std::less<>> edits_;
   std::map<std::string, Var, std::less<>> values_;
+  std::map<std::string, Tensor, std::less<>> starts_;
   std::vector<std::string> seen_;
 };
 

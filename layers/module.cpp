@@ -70,6 +70,11 @@ bool Module::hook_edited(std::string_view point) const {
   return hooks_ && hooks_->edits(hook_prefix_ + std::string(point));
 }
 
+const Tensor* Module::hook_start(std::string_view point) const {
+  return hooks_ && hooks_->has_starts() ? hooks_->start(hook_prefix_ + std::string(point))
+                                        : nullptr;
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& c : children_) c.second->train(on);

@@ -66,6 +66,9 @@ class Module {
   // Whether an attached hook reads or edits `point` (a layer may take another path for it).
   bool hooked(std::string_view point) const;
   bool hook_edited(std::string_view point) const;
+  // The value a forward starts with at `point` (Hooks::start_at), or null: a layer that gets one
+  // may skip the work whose only use is that point's value, and pass the start through hook().
+  const Tensor* hook_start(std::string_view point) const;
   const std::string& hook_prefix() const { return hook_prefix_; }
 
   // Registers a parameter (requires_grad) initialised to `init`; returns its Var.

@@ -99,6 +99,16 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
   const bool drop = is_training() && options_.attn_dropout > 0.0f;
+  // A forward that starts at the heads' outputs (Hooks::start_at) skips everything before them;
+  // the layer's own gate acts before the point, so the start is taken as it is.
+  if (const Tensor* z = hook_start("hook_z")) {
+    check_shape("multi_head_attention", "the start at hook_z", z->shape(), {b, t, h, head_dim_});
+    if (need_weights)
+      fail(
+          "multi_head_attention: need_weights in a forward that starts at hook_z: the pattern "
+          "is not computed");
+    return {w_o->forward(hook_heads("hook_z", Var(z->view({b, t, h * head_dim_})))), Var()};
+  }
   const Var bias = attention_bias(t, s);
   if (bias.defined())
     check_shape("multi_head_attention", "attention_bias", bias.shape(), {h, t, s});

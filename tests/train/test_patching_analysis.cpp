@@ -5,12 +5,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "core/error.h"
 #include "layers/encoder.h"
 #include "layers/hooks.h"
 #include "layers/layer_norm.h"
@@ -202,4 +204,44 @@ TEST_CASE("train: a post-norm model gets no attribution, and says why") {
   CHECK(res.patching.direct.empty());
   CHECK(res.patching.direct_unavailable.find("post-norm") != std::string::npos);
   CHECK(analysis_to_json(res)["layers"][0]["heads"][0]["direct_logit_attribution"].is_null());
+}
+
+TEST_CASE(
+    "train: the analysis started at the clean run's values equals whole forwards bit for "
+    "bit, and its gated forwards skip what the gates do not change") {
+  TempDir dir("headlab-analysis-starts");
+  const Config config =
+      parse_config(kTiny, "tiny.toml", std::vector<std::string>{"model.layers=2", "model.heads=2"});
+  Trainer trainer(config, dir.path / "run");
+  Encoder& model = trainer.model();
+  AnalysisOptions whole;
+  whole.start_at_clean_values = false;
+  const nlohmann::json started = analysis_to_json(analyze(model, trainer.task(), config));
+  CHECK(started == analysis_to_json(analyze(model, trainer.task(), config, whole)));
+  REQUIRE(started.contains("patching"));
+
+  // A gate in block 1: its forwards start there, with the counts of whole forwards.
+  model.eval();
+  const analysis_detail::EvalSet set = analysis_detail::make_eval_set(trainer.task(), 7, 2, 16);
+  const std::vector<std::vector<float>> gates{{1.0f, 1.0f}, {0.0f, 1.0f}};
+  analysis_detail::AnalysisHooks plain(model);
+  plain.set(gates);
+  const EvalCounts expected = analysis_detail::evaluate(plain, set, trainer.task());
+  CHECK(std::find(plain.hooks().seen().begin(), plain.hooks().seen().end(), "hook_embed") !=
+        plain.hooks().seen().end());
+  plain.reset();
+  analysis_detail::AnalysisHooks hooks(model);
+  hooks.keep_starts(set);
+  hooks.set(gates);
+  const EvalCounts counts = analysis_detail::evaluate(hooks, set, trainer.task());
+  CHECK(counts.correct == expected.correct);
+  CHECK(counts.loss_sum == expected.loss_sum);
+  CHECK(counts.relation_correct == expected.relation_correct);
+  const std::vector<std::string>& seen = hooks.hooks().seen();
+  CHECK(std::find(seen.begin(), seen.end(), "hook_embed") == seen.end());
+  CHECK(std::find(seen.begin(), seen.end(), "blocks.0.hook_resid_post") == seen.end());
+  CHECK(std::find(seen.begin(), seen.end(), "blocks.1.attn.hook_z") != seen.end());
+  CHECK_FALSE(hooks.hooks().has_starts());  // ended with the evaluation
+  // Kept with a gate set, the values would not be the ungated run's.
+  CHECK_THROWS_WITH_AS(hooks.keep_starts(set), doctest::Contains("ungated"), Error);
 }

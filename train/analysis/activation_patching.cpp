@@ -1,6 +1,8 @@
 #include "train/analysis/activation_patching.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 
@@ -36,6 +38,17 @@ Tensor measured_positions(const Batch& b, const std::vector<uint8_t>& measured) 
   Tensor mask = Tensor::zeros({b.batch_size, b.seq_len, 1});
   for (int64_t i = 0; i < b.tokens(); ++i) mask[i] = measured[static_cast<size_t>(i)] ? 1.0f : 0.0f;
   return mask;
+}
+
+// Whether a [B, T, D] value and b differ only at positions where mask [B, T, 1] is 1, bit for
+// bit elsewhere (-0 against +0 counts as a difference).
+bool differs_only_inside(const Tensor& a, const Tensor& b, const Tensor& mask) {
+  const int64_t rows = mask.numel(), width = a.numel() / rows;
+  for (int64_t i = 0; i < rows; ++i)
+    if (mask[i] == 0.0f &&
+        std::memcmp(a.data() + i * width, b.data() + i * width, width * sizeof(float)) != 0)
+      return false;
+  return true;
 }
 
 // The weights on a head's direct path to the logits (see the header); `why` says why not.
@@ -123,7 +136,7 @@ Tensor logits_of(Encoder& model, const Batch& b) {
 }  // namespace
 
 PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const EvalSet& set,
-                                int relations, uint64_t seed) {
+                                int relations, uint64_t seed, bool starts) {
   NoGradGuard no_grad;
   PatchingMap map;
   map.seed = seed;
@@ -147,44 +160,72 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
   map.direct_unavailable = direct.why;
   std::vector<std::vector<double>> direct_sums(
       static_cast<size_t>(relations), std::vector<double>(static_cast<size_t>(heads), 0.0));
+  // Every site's value in one run of `b` (copied: the cache ends with this scope), and its
+  // logits (copied too: the next forward may reuse their buffer).
+  const auto run_keeping = [&](const Batch& b, Tensor& logits) {
+    const CachedPoints sites(h, cached);
+    logits = logits_of(model, b).clone();
+    std::vector<Tensor> values;
+    for (const Tensor& v : sites.values()) values.push_back(v.clone());
+    return values;
+  };
   Batch corrupted;
   std::vector<uint8_t> measured;
-  for (int r = 0; r < relations; ++r) {
-    for (const Batch& clean : set.batches) {
+  for (const Batch& clean : set.batches) {
+    Tensor clean_logits, corrupted_logits;
+    const std::vector<Tensor> values = run_keeping(clean, clean_logits);  // for every relation
+    for (int r = 0; r < relations; ++r) {
       task.corrupt(clean, r, seed, corrupted, measured);
-      // The clean run, every site's value kept (copied: the cache ends with this scope).
-      LogitDifference ld_clean;
-      std::vector<Tensor> values;
-      {
-        const CachedPoints sites(h, cached);
-        ld_clean =
-            logit_difference(logits_of(model, clean), clean.labels, corrupted.labels, measured);
-        for (const Tensor& v : sites.values()) values.push_back(v.clone());
-      }
+      const LogitDifference ld_clean =
+          logit_difference(clean_logits, clean.labels, corrupted.labels, measured);
       if (direct.why.empty())
         add_direct(direct, std::vector<Tensor>(values.begin(), values.begin() + L), values.back(),
                    clean, corrupted, measured, direct_sums[static_cast<size_t>(r)]);
+      const std::vector<Tensor> corrupt_values = run_keeping(corrupted, corrupted_logits);
       const LogitDifference ld_corrupted =
-          logit_difference(logits_of(model, corrupted), clean.labels, corrupted.labels, measured);
-      const auto patched = [&](const std::string& point, const Tensor& mask, const Tensor& value) {
+          logit_difference(corrupted_logits, clean.labels, corrupted.labels, measured);
+      // The corrupted run with `point`'s clean value edited in where `mask` is 1, started at the
+      // corrupted run's input of block `layer` and, for a point after the attention, at its
+      // heads' outputs (Hooks::start_at): the same logits as the whole run, without the blocks
+      // below and that block's attention.
+      const auto patched = [&](const std::string& point, const Tensor& mask, const Tensor& value,
+                               int64_t layer, bool after_attention) {
+        if (starts)
+          h.start_at(residual[static_cast<size_t>(layer)],
+                     corrupt_values[static_cast<size_t>(L + layer)]);
+        if (starts && after_attention)
+          h.start_at(cached[static_cast<size_t>(layer)],
+                     corrupt_values[static_cast<size_t>(layer)]);
         h.edit(point, [mask, value](const Var& x) { return where(mask, Var(value), x); });
         const LogitDifference ld =
             logit_difference(logits_of(model, corrupted), clean.labels, corrupted.labels, measured);
         h.remove_edit(point);
+        h.clear_starts();
         return ld;
       };
       for (int64_t l = 0; l < L; ++l)
         for (int64_t head = 0; head < H; ++head) {
           head_acc.add(r, static_cast<int>(l * H + head), ld_clean, ld_corrupted,
                        patched(cached[static_cast<size_t>(l)], head_mask(H, head),
-                               values[static_cast<size_t>(l)]));
+                               values[static_cast<size_t>(l)], l, true));
         }
       const Tensor source = changed_positions(clean, corrupted);
       const Tensor destination = measured_positions(clean, measured);
       for (int p = 0; p < points; ++p) {
         const Tensor& value = values[static_cast<size_t>(L + p)];
-        source_acc.add(r, p, ld_clean, ld_corrupted, patched(residual[p], source, value));
-        dest_acc.add(r, p, ld_clean, ld_corrupted, patched(residual[p], destination, value));
+        const Tensor& corrupt_value = corrupt_values[static_cast<size_t>(L + p)];
+        // The last point is the last block's output; the others are block p's input.
+        const int64_t layer = std::min<int64_t>(p, L - 1);
+        const bool after = p == L;
+        for (const Tensor* mask : {&source, &destination}) {
+          // Where the patched value is the clean one (the corrupted run differs only inside
+          // the mask, as at the embeddings for `source`), the run from there is the clean run.
+          const LogitDifference ld =
+              starts && !after && differs_only_inside(value, corrupt_value, *mask)
+                  ? ld_clean
+                  : patched(residual[p], *mask, value, layer, after);
+          (mask == &source ? source_acc : dest_acc).add(r, p, ld_clean, ld_corrupted, ld);
+        }
       }
     }
   }

@@ -3,8 +3,8 @@
 // arithmetic), through the hook points. For each relation r and evaluation batch, the task makes
 // a corrupted copy in which r's partner of some tokens changes and their label with it
 // (Task::corrupt); the clean batch is run once with every layer's hook_z and residual points
-// cached, the corrupted batch once plain, and then once per site with that site's clean value
-// edited in:
+// cached (once for all relations), the corrupted batch once with the same points cached, and
+// then once per site with that site's clean value edited in:
 //   head (l, h)          blocks.l.attn.hook_z, head h's slice            ([.., h, :] of [B, T, h, d])
 //   residual, source     blocks.l.hook_resid_pre (and the last block's hook_resid_post) at the
 //                        positions whose input the corruption changed
@@ -55,9 +55,12 @@ namespace analysis_detail {
 class AnalysisHooks;
 struct EvalSet;
 
-// The map above over the set, with the model's gates at ones; relations [R].
+// The map above over the set, with the model's gates at ones; relations [R]. With `starts`,
+// each patched run starts at the corrupted run's values in the patched site's block
+// (Hooks::start_at), and a residual patch whose value is the clean one takes the clean run's
+// numbers; without, each runs whole: the same numbers.
 PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const EvalSet& set,
-                                int relations, uint64_t seed);
+                                int relations, uint64_t seed, bool starts = true);
 
 }  // namespace analysis_detail
 }  // namespace headlab

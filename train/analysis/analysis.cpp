@@ -208,7 +208,7 @@ std::vector<PruningStep> prune_by_mean_ablation(AnalysisHooks& hooks, const Task
   const auto measure = [&](const Gates& g, bool importance) {
     hooks.set_ablation(Ablation::mean);
     hooks.set(g);
-    const EvalCounts now = evaluate(hooks.model(), set, task);
+    const EvalCounts now = evaluate(hooks, set, task);
     GateMeasure out{label_accuracy(now), {}};
     if (!importance) return out;
     for (size_t l = 0; l < g.size(); ++l) {
@@ -220,7 +220,7 @@ std::vector<PruningStep> prune_by_mean_ablation(AnalysisHooks& hooks, const Task
         Gates without = g;
         without[l][h] = 0.0f;
         hooks.set(without);
-        out.importance.push_back(evaluate(hooks.model(), set, task).loss() - now.loss());
+        out.importance.push_back(evaluate(hooks, set, task).loss() - now.loss());
       }
     }
     return out;
@@ -290,6 +290,7 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   res.specialization = specialization(res.metrics.mass, options.claim_threshold);
   GateEvaluations evals(hooks, set, task);
   evals.record(gates_without(res.layers, res.heads, {}), res.eval);  // all ones
+  if (options.start_at_clean_values) hooks.keep_starts(set);
   hooks.set_means(head_means(hooks, set));
   GateEvaluations mean_evals(hooks, set, task, Ablation::mean);
   mean_evals.record(gates_without(res.layers, res.heads, {}), res.eval);
@@ -300,8 +301,8 @@ AnalysisResult analyze(Encoder& model, const Task& task, const Config& config,
   // The corruptions' own stream: the evaluation seed's sentences drawn again with another key.
   const uint64_t patch_seed =
       static_cast<uint64_t>(res.seed) * 0x9E3779B97F4A7C15ull + 0x7061746368;
-  res.patching =
-      activation_patching(hooks, task, set, static_cast<int>(res.relations.size()), patch_seed);
+  res.patching = activation_patching(hooks, task, set, static_cast<int>(res.relations.size()),
+                                     patch_seed, options.start_at_clean_values);
   res.pruning_importance = pruning_importance_from_name(config.train.pruning_importance);
   switch (res.pruning_importance) {
     case PruningImportance::gradient:

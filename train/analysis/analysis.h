@@ -93,6 +93,9 @@ struct AnalysisOptions {
   double claim_threshold = 0.5;
   // The step of the checkpoint analyzed (-1: unknown), recorded in the analysis' files.
   int64_t step = -1;
+  // Gated and patched forwards start at the ungated run's values where their edits begin
+  // (head_gates.h, Hooks::start_at); false runs each of them whole: the same numbers, slower.
+  bool start_at_clean_values = true;
 };
 
 struct HeadAnalysis {

@@ -67,11 +67,22 @@ EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task,
   return counts;
 }
 
+EvalCounts evaluate(AnalysisHooks& hooks, const EvalSet& set, const Task& task) {
+  NoGradGuard no_grad;
+  const StartsCleared cleared(hooks);
+  EvalCounts counts;
+  for (size_t k = 0; k < set.batches.size(); ++k) {
+    hooks.start_batch(set, k);
+    counts.add(evaluate_batch(hooks.model(), set.batches[k], task));
+  }
+  return counts;
+}
+
 LabelAccuracy GateEvaluations::accuracy(const Gates& gates) {
   if (const auto it = known_.find(gates); it != known_.end()) return it->second;
   hooks_.set_ablation(ablation_);
   hooks_.set(gates);
-  return known_[gates] = label_accuracy(evaluate(hooks_.model(), set_, task_));
+  return known_[gates] = label_accuracy(evaluate(hooks_, set_, task_));
 }
 
 HeadMetrics attention_metrics(AnalysisHooks& hooks, const EvalSet& set, int relations,
@@ -104,13 +115,17 @@ std::vector<Tensor> head_means(AnalysisHooks& hooks, const EvalSet& set) {
   int64_t tokens = 0;
   std::vector<std::span<const int32_t>> features;
   CachedPoints z_points(hooks.hooks(), block_points(L, "attn.hook_z"));
-  for (const Batch& b : set.batches) {
-    b.feature_spans(features);
-    z_points.forget();
-    model.forward(features, b.batch_size, b.seq_len);
+  for (size_t k = 0; k < set.batches.size(); ++k) {
+    const Batch& b = set.batches[k];
+    const bool kept = L > 0 && hooks.kept_z(set, k, 0);
+    if (!kept) {
+      b.feature_spans(features);
+      z_points.forget();
+      model.forward(features, b.batch_size, b.seq_len);
+    }
     const std::vector<uint8_t> counted = labelled_tokens(b);
     for (int64_t l = 0; l < L; ++l) {
-      const Tensor& z = z_points[static_cast<size_t>(l)];
+      const Tensor& z = kept ? *hooks.kept_z(set, k, l) : z_points[static_cast<size_t>(l)];
       const int64_t width = z.size(2) * z.size(3);  // [B, T, h, d]
       std::vector<double>& sum = sums[static_cast<size_t>(l)];
       sum.resize(static_cast<size_t>(width), 0.0);
@@ -141,8 +156,11 @@ std::vector<double> gate_gradients(AnalysisHooks& hooks, const EvalSet& set, con
     hooks.set_ablation(Ablation::zero);  // I = |dL/dg| of z' = g z, as Michel et al.
     hooks.require_grad(true);
     std::vector<std::span<const int32_t>> features;
-    for (const Batch& b : set.batches) {
+    const StartsCleared cleared(hooks);
+    for (size_t k = 0; k < set.batches.size(); ++k) {
+      const Batch& b = set.batches[k];
       b.feature_spans(features);
+      hooks.start_batch(set, k);
       EncoderOutput out = model.forward(features, b.batch_size, b.seq_len);
       Var loss = cross_entropy(out.logits, b.labels, kIgnoreIndex);
       if (counts)

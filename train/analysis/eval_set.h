@@ -40,6 +40,9 @@ void predict(const Tensor& logits, std::vector<int32_t>& out);
 // own counts too, in order (the spread of accuracy across batches).
 EvalCounts evaluate(Encoder& model, const EvalSet& set, const Task& task,
                     std::vector<EvalCounts>* per_batch = nullptr);
+// The same with the hooks' gates, each batch started where the gates allow
+// (AnalysisHooks::start_batch): the same counts.
+EvalCounts evaluate(AnalysisHooks& hooks, const EvalSet& set, const Task& task);
 
 // Each gate setting's accuracy, evaluated once: the analysis meets some settings more than once
 // (a relation group of one head is that head's ablation; with one head in a layer, keeping it
@@ -77,7 +80,8 @@ using AttentionVisitor =
 HeadMetrics attention_metrics(AnalysisHooks& hooks, const EvalSet& set, int relations,
                               const AttentionVisitor& visit = {});
 // Per layer each head's mean output at hook_z over the set's counted tokens, [h * d] (for mean
-// ablation), with the current gates.
+// ablation), with the current gates; from the kept starts when the hooks keep them for `set`
+// (AnalysisHooks::keep_starts, gates at ones).
 std::vector<Tensor> head_means(AnalysisHooks& hooks, const EvalSet& set);
 
 // mean over batches of |dL/dg_{l,h}| at the current gates, L the batch's mean token

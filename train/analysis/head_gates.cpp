@@ -7,6 +7,7 @@
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "layers/encoder.h"
+#include "train/analysis/eval_set.h"
 #include "train/tasks/task.h"
 
 namespace headlab::analysis_detail {
@@ -88,6 +89,8 @@ void AnalysisHooks::set_means(std::vector<Tensor> means) {
 // One edit per layer whose gate is not all ones or needs a gradient; none elsewhere, so an
 // ungated layer runs as without hooks.
 void AnalysisHooks::update_edits() {
+  gated_layers_ = 0;
+  lowest_gated_ = layers();
   for (int64_t l = 0; l < layers(); ++l) {
     const std::string name = block_hook(l, "attn.hook_z");
     const Var& gate = gates_[static_cast<size_t>(l)];
@@ -97,6 +100,8 @@ void AnalysisHooks::update_edits() {
       hooks_.remove_edit(name);
       continue;
     }
+    ++gated_layers_;
+    lowest_gated_ = std::min(lowest_gated_, l);
     Tensor offset;  // [h d]: (1 - g_i) m_i, for mean ablation
     if (ablation_ == Ablation::mean) {
       const Tensor& m = means_[static_cast<size_t>(l)];
@@ -114,6 +119,56 @@ void AnalysisHooks::update_edits() {
       return reshape(merged, shape);
     });
   }
+}
+
+void AnalysisHooks::keep_starts(const EvalSet& set) {
+  if (gated_layers_ != 0 || hooks_.edit_count() != 0)
+    fail("analyze: starts kept with gates or edits set (they must be the ungated run's)");
+  NoGradGuard no_grad;
+  kept_set_ = nullptr;
+  kept_input_.clear();
+  kept_z_.clear();
+  const std::vector<std::string> inputs = block_points(layers(), "hook_resid_pre");
+  std::vector<std::string> points = block_points(layers(), "attn.hook_z");
+  points.insert(points.begin(), inputs.begin(), inputs.end());
+  const CachedPoints cached(hooks_, points);
+  std::vector<std::span<const int32_t>> features;
+  size_t bytes = 0;
+  for (const Batch& b : set.batches) {
+    b.feature_spans(features);
+    hooks_.forget();
+    model_.forward(features, b.batch_size, b.seq_len);
+    std::vector<Tensor> input, z;
+    for (int64_t l = 0; l < layers(); ++l) {
+      input.push_back(cached[static_cast<size_t>(l)].clone());
+      z.push_back(cached[static_cast<size_t>(layers() + l)].clone());
+      bytes += (input.back().numel() + z.back().numel()) * sizeof(float);
+    }
+    if (bytes > kStartBudgetBytes) {  // too large to keep: forwards run whole
+      kept_input_.clear();
+      kept_z_.clear();
+      return;
+    }
+    kept_input_.push_back(std::move(input));
+    kept_z_.push_back(std::move(z));
+  }
+  kept_set_ = &set;
+}
+
+const Tensor* AnalysisHooks::kept_z(const EvalSet& set, size_t k, int64_t layer) const {
+  if (kept_set_ != &set || k >= kept_z_.size()) return nullptr;
+  return &kept_z_[k][static_cast<size_t>(layer)];
+}
+
+void AnalysisHooks::start_batch(const EvalSet& set, size_t k) {
+  hooks_.clear_starts();
+  // Another edit than the gates' may act before the lowest gate (activation patching's).
+  if (kept_set_ != &set || k >= kept_z_.size() || gated_layers_ == 0 ||
+      hooks_.edit_count() != static_cast<size_t>(gated_layers_))
+    return;
+  const size_t l = static_cast<size_t>(lowest_gated_);
+  hooks_.start_at(block_hook(lowest_gated_, "hook_resid_pre"), kept_input_[k][l]);
+  hooks_.start_at(block_hook(lowest_gated_, "attn.hook_z"), kept_z_[k][l]);
 }
 
 CachedPoints::CachedPoints(Hooks& hooks, std::vector<std::string> points)

@@ -12,6 +12,12 @@
 //
 // The gates start at ones and are applied only while some gate is not one or needs a gradient:
 // the ungated model runs exactly as without the analysis (the fused attention, the same bits).
+//
+// A gate changes nothing before its layer's hook_z, so a gated forward of an evaluation batch
+// computes again what the ungated one did up to there. keep_starts keeps, per batch, every
+// block's input and heads' outputs from one ungated pass; start_batch then starts a gated
+// forward at the lowest gated layer's two points (Hooks::start_at): the same numbers, bit for
+// bit, without the embeddings, the blocks below and that layer's projections and softmax.
 
 #include <cstdint>
 #include <memory>
@@ -28,6 +34,8 @@ class Encoder;
 struct Batch;
 
 namespace analysis_detail {
+
+struct EvalSet;
 
 enum class Ablation { zero, mean };
 
@@ -60,6 +68,19 @@ class AnalysisHooks {
   void set_means(std::vector<Tensor> means);
   bool has_means() const { return !means_.empty(); }
 
+  // One ungated forward per batch of `set`, keeping blocks.L.hook_resid_pre and attn.hook_z of
+  // every layer (within kStartBudgetBytes; beyond it nothing is kept and forwards run whole).
+  // Needs the gates at ones and no edit but theirs; `set` must outlive the kept values.
+  void keep_starts(const EvalSet& set);
+  // Layer l's kept heads' outputs for batch k of `set`, or null when none are kept for it.
+  const Tensor* kept_z(const EvalSet& set, size_t k, int64_t layer) const;
+  // Before batch k of `set` goes forward with the gates as set: starts at the lowest gated
+  // layer's block input and heads' outputs, when values are kept for `set` and the only edits
+  // are the gates'; else no start. clear_starts (StartsCleared) ends them.
+  void start_batch(const EvalSet& set, size_t k);
+  void clear_starts() { hooks_.clear_starts(); }
+  static constexpr size_t kStartBudgetBytes = size_t{256} << 20;
+
  private:
   void update_edits();
 
@@ -70,6 +91,22 @@ class AnalysisHooks {
   std::vector<Var> gates_;
   std::vector<Tensor> means_;
   Ablation ablation_ = Ablation::zero;
+  int64_t gated_layers_ = 0, lowest_gated_ = 0;  // layers with a gate edit; the first of them
+  const EvalSet* kept_set_ = nullptr;
+  std::vector<std::vector<Tensor>> kept_input_, kept_z_;  // [batch][layer]
+};
+
+// Ends the starts of AnalysisHooks::start_batch at scope end, however the scope ends, so that no
+// later forward (one that caches the points a start skips) starts anywhere.
+class StartsCleared {
+ public:
+  explicit StartsCleared(AnalysisHooks& hooks) : hooks_(hooks) {}
+  ~StartsCleared() { hooks_.clear_starts(); }
+  StartsCleared(const StartsCleared&) = delete;
+  StartsCleared& operator=(const StartsCleared&) = delete;
+
+ private:
+  AnalysisHooks& hooks_;
 };
 
 // Hook points cached for a scope: asked for at construction, their requests and values dropped

@@ -1,0 +1,164 @@
+// Forwards that start at a hook point (Hooks::start_at): the same logits as the whole forward,
+// bit for bit, where the work before the point is skipped (the Encoder's blocks, the attention's
+// projections and softmax) and where a layer computes the value and the point replaces it; the
+// skipped points are not passed; bad starts are one line naming the point.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "layers/encoder.h"
+#include "layers/hooks.h"
+
+using namespace headlab;
+
+namespace {
+
+EncoderOptions options(NormPosition norm) {
+  EncoderOptions o;
+  o.vocab_sizes = {7, 3};
+  o.max_len = 6;
+  o.d_model = 8;
+  o.heads = 2;
+  o.layers = 3;
+  o.d_ff = 12;
+  o.num_classes = 5;
+  o.norm = norm;
+  return o;
+}
+
+struct Ids {
+  std::vector<int32_t> cat, col;
+  int64_t b = 3, t = 5;
+  Tensor logits(Encoder& m, bool need_weights = false) const {
+    return m
+        .forward({std::span<const int32_t>(cat), std::span<const int32_t>(col)}, b, t, nullptr,
+                 need_weights)
+        .logits.value()
+        .clone();
+  }
+};
+
+Ids ids(const EncoderOptions& o) {
+  Rng rng(5);
+  Ids x;
+  for (int64_t i = 0; i < x.b * x.t; ++i) {
+    x.cat.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[0])));
+    x.col.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[1])));
+  }
+  return x;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() &&
+         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
+}
+
+bool passed(const Hooks& hooks, const std::string& point) {
+  return std::find(hooks.seen().begin(), hooks.seen().end(), point) != hooks.seen().end();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "hooks: a forward started at a block's input and its heads' outputs gives the whole "
+    "forward's logits bit for bit, and skips the points before them") {
+  for (NormPosition norm : {NormPosition::pre, NormPosition::post}) {
+    CAPTURE(norm == NormPosition::pre);
+    const EncoderOptions o = options(norm);
+    Rng rng(11);
+    Encoder model(o, rng);
+    model.eval();
+    const Ids x = ids(o);
+    NoGradGuard no_grad;
+    Hooks hooks;
+    HookGuard attached(model, hooks);
+    // The edit every run below makes: head 1 of block 1 zeroed (a gate's ablation).
+    hooks.edit(block_hook(1, "attn.hook_z"), [](const Var& z) { return zero_head(z, 1); });
+    hooks.cache(block_hook(1, "hook_resid_pre"));
+    hooks.cache(block_hook(1, "attn.hook_z"));
+    const Tensor whole = x.logits(model);
+    const Tensor input = hooks.cached(block_hook(1, "hook_resid_pre")).value().clone();
+    const Tensor z = hooks.cached(block_hook(1, "attn.hook_z")).value().clone();
+    CHECK(passed(hooks, "hook_embed"));
+
+    hooks.forget();
+    hooks.start_at(block_hook(1, "hook_resid_pre"), input);
+    CHECK(same_bits(whole, x.logits(model)));
+    CHECK_FALSE(passed(hooks, "hook_embed"));
+    CHECK_FALSE(passed(hooks, block_hook(0, "hook_resid_post")));
+    CHECK(passed(hooks, block_hook(1, "hook_resid_pre")));
+
+    hooks.forget();
+    hooks.start_at(block_hook(1, "attn.hook_z"), z);
+    CHECK(same_bits(whole, x.logits(model)));
+    CHECK(passed(hooks, block_hook(1, "attn.hook_z")));
+    // The cache at a start keeps the start's value, before the edit.
+    CHECK(same_bits(hooks.cached(block_hook(1, "attn.hook_z")).value(), z));
+
+    // A start changes the run: another value at hook_z gives other logits.
+    hooks.start_at(block_hook(1, "attn.hook_z"), Tensor::zeros(z.shape()));
+    CHECK_FALSE(same_bits(whole, x.logits(model)));
+    hooks.clear_starts();
+    CHECK(same_bits(whole, x.logits(model)));
+  }
+}
+
+TEST_CASE("hooks: a start where no layer skips replaces the computed value, as an edit would") {
+  const EncoderOptions o = options(NormPosition::pre);
+  Rng rng(12);
+  Encoder model(o, rng);
+  model.eval();
+  const Ids x = ids(o);
+  NoGradGuard no_grad;
+  Hooks hooks;
+  HookGuard attached(model, hooks);
+  const std::string point = block_hook(2, "mlp.hook_post");
+  hooks.cache(point);
+  x.logits(model);
+  Tensor value = hooks.cached(point).value().clone();
+  for (int64_t i = 0; i < value.numel(); i += 3) value[i] = 0.5f;
+  hooks.edit(point, [value](const Var&) { return Var(value); });
+  const Tensor edited = x.logits(model);
+  hooks.remove_edit(point);
+  hooks.start_at(point, value);
+  CHECK(same_bits(edited, x.logits(model)));
+  CHECK(passed(hooks, block_hook(0, "attn.hook_z")));  // computed as usual before it
+}
+
+TEST_CASE("hooks: a start of the wrong shape, or with need_weights, is one line naming it") {
+  const EncoderOptions o = options(NormPosition::pre);
+  Rng rng(13);
+  Encoder model(o, rng);
+  model.eval();
+  const Ids x = ids(o);
+  NoGradGuard no_grad;
+  Hooks hooks;
+  HookGuard attached(model, hooks);
+  hooks.start_at(block_hook(1, "hook_resid_pre"), Tensor::zeros({3, 4, 8}));
+  CHECK_THROWS_WITH_AS(x.logits(model),
+                       doctest::Contains("encoder: the start at blocks.1.hook_resid_pre is "
+                                         "[3, 4, 8] but the batch is [3, 5, 8]"),
+                       Error);
+  hooks.clear_starts();
+  hooks.start_at(block_hook(0, "attn.hook_z"), Tensor::zeros({3, 5, 4, 2}));
+  CHECK_THROWS_WITH_AS(x.logits(model), doctest::Contains("the start at hook_z"), Error);
+  hooks.clear_starts();
+  hooks.start_at(block_hook(0, "hook_resid_mid"), Tensor::zeros({3, 5, 7}));
+  CHECK_THROWS_WITH_AS(x.logits(model),
+                       doctest::Contains("hooks: the start at 'blocks.0.hook_resid_mid' has shape "
+                                         "[3, 5, 7] but the point's value is [3, 5, 8]"),
+                       Error);
+  hooks.clear_starts();
+  hooks.start_at(block_hook(0, "attn.hook_z"), Tensor::zeros({3, 5, 2, 4}));
+  CHECK_THROWS_WITH_AS(x.logits(model, true), doctest::Contains("need_weights"), Error);
+  hooks.clear();
+  CHECK_FALSE(hooks.has_starts());
+  CHECK_NOTHROW(x.logits(model, true));
+}
