@@ -100,23 +100,29 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
   if (batch <= 0 || length <= 0 || length > options_.max_len)
     fail("encoder: batch {} and length {} must be positive with length <= max_len {}", batch,
          length, options_.max_len);
-  // A forward that starts at a block's input (Hooks::start_at) skips the embeddings and the
-  // blocks below it; the block passes the start through its hook_resid_pre.
+  // A forward that starts at a block's input or output (Hooks::start_at) skips the embeddings
+  // and the blocks below it (and that block, for its output); the block passes a start at its
+  // input through its hook_resid_pre, and the encoder one at its output through that point.
   size_t first = 0;
   Var x;
-  if (const Hooks* hooks = attached_hooks(); hooks && hooks->has_starts()) {
+  if (Hooks* hooks = attached_hooks(); hooks && hooks->has_starts()) {
     if (need_weights)
       fail(
           "encoder: need_weights in a forward that starts at a hook point: the attention "
           "before the start is not computed");
     for (size_t l = layers_.size(); l-- > 0 && !x.defined();) {
-      const Tensor* start = hook_start(block_hook(static_cast<int64_t>(l), "hook_resid_pre"));
-      if (!start) continue;
-      if (start->shape() != Shape{batch, length, options_.d_model})
-        fail("encoder: the start at blocks.{}.hook_resid_pre is {} but the batch is [{}, {}, {}]",
-             l, start->shape().str(), batch, length, options_.d_model);
-      first = l;
-      x = Var(*start);
+      for (const char* point : {"hook_resid_post", "hook_resid_pre"}) {
+        const std::string name = block_hook(static_cast<int64_t>(l), point);
+        const Tensor* start = hook_start(name);
+        if (!start) continue;
+        if (start->shape() != Shape{batch, length, options_.d_model})
+          fail("encoder: the start at {} is {} but the batch is [{}, {}, {}]", name,
+               start->shape().str(), batch, length, options_.d_model);
+        const bool output = point == std::string_view("hook_resid_post");
+        first = output ? l + 1 : l;
+        x = output ? hooks->apply(hook_prefix() + name, Var(*start)) : Var(*start);
+        break;
+      }
     }
   }
   if (!x.defined()) {

@@ -64,12 +64,13 @@ class Hooks {
   // point's value is `value` (its shape checked there), whatever the layers before it compute;
   // an edit at the point applies to it, a cache keeps it. A layer may skip the work whose only
   // use is that value (Module::hook_start): the Encoder skips the embeddings and the blocks
-  // before a blocks.L.hook_resid_pre start, MultiHeadAttention its projections and softmax
-  // before an attn.hook_z start; a layer that does not skip computes the value and the point
-  // replaces it, the same numbers without the time saved. Points inside skipped work are not
-  // passed (seen() omits them, their caches stay empty), and a forward with need_weights is
-  // refused while a start is set. The head analysis starts its gated evaluations at the clean
-  // run's values (train/analysis/head_gates.h).
+  // before a blocks.L.hook_resid_pre start (and block L too for a blocks.L.hook_resid_post
+  // start), MultiHeadAttention its projections and softmax before an attn.hook_z start; a layer
+  // that does not skip computes the value and the point replaces it: the same numbers, without
+  // the time saved. Points inside skipped work are not passed (seen() omits them, their caches
+  // stay empty), and a forward with need_weights is refused while a start is set. The head
+  // analysis starts its gated and patched forwards at the clean or corrupted run's values
+  // (train/analysis/head_gates.h, activation_patching.h).
   void start_at(std::string name, Tensor value);
   void clear_starts();
   // The value of a start at `name`, or null.

@@ -102,6 +102,26 @@ TEST_CASE(
     // The cache at a start keeps the start's value, before the edit.
     CHECK(same_bits(hooks.cached(block_hook(1, "attn.hook_z")).value(), z));
 
+    // At the last block's output: only the final norm and the classifier run, and an edit
+    // there applies to the start.
+    hooks.cache(block_hook(2, "hook_resid_post"));
+    hooks.clear_starts();
+    hooks.forget();
+    x.logits(model);
+    const Tensor output = hooks.cached(block_hook(2, "hook_resid_post")).value().clone();
+    hooks.forget();
+    hooks.start_at(block_hook(2, "hook_resid_post"), output);
+    CHECK(same_bits(whole, x.logits(model)));
+    CHECK_FALSE(passed(hooks, block_hook(2, "attn.hook_z")));
+    CHECK(passed(hooks, block_hook(2, "hook_resid_post")));
+    hooks.edit(block_hook(2, "hook_resid_post"), [](const Var& r) { return scale(r, 2.0f); });
+    const Tensor doubled = x.logits(model);
+    hooks.clear_starts();
+    CHECK(same_bits(doubled, x.logits(model)));
+    CHECK_FALSE(same_bits(doubled, whole));
+    hooks.remove_edit(block_hook(2, "hook_resid_post"));
+    hooks.start_at(block_hook(1, "attn.hook_z"), z);
+
     // A start changes the run: another value at hook_z gives other logits.
     hooks.start_at(block_hook(1, "attn.hook_z"), Tensor::zeros(z.shape()));
     CHECK_FALSE(same_bits(whole, x.logits(model)));

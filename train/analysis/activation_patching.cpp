@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 
@@ -184,18 +185,13 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
       const std::vector<Tensor> corrupt_values = run_keeping(corrupted, corrupted_logits);
       const LogitDifference ld_corrupted =
           logit_difference(corrupted_logits, clean.labels, corrupted.labels, measured);
-      // The corrupted run with `point`'s clean value edited in where `mask` is 1, started at the
-      // corrupted run's input of block `layer` and, for a point after the attention, at its
-      // heads' outputs (Hooks::start_at): the same logits as the whole run, without the blocks
-      // below and that block's attention.
+      // The corrupted run with `point`'s clean value edited in where `mask` is 1, started at
+      // the corrupted run's values at the sites `from` (indices into `cached`; Hooks::start_at):
+      // the same logits as the whole run, without what comes before them.
       const auto patched = [&](const std::string& point, const Tensor& mask, const Tensor& value,
-                               int64_t layer, bool after_attention) {
+                               std::initializer_list<size_t> from) {
         if (starts)
-          h.start_at(residual[static_cast<size_t>(layer)],
-                     corrupt_values[static_cast<size_t>(L + layer)]);
-        if (starts && after_attention)
-          h.start_at(cached[static_cast<size_t>(layer)],
-                     corrupt_values[static_cast<size_t>(layer)]);
+          for (size_t site : from) h.start_at(cached[site], corrupt_values[site]);
         h.edit(point, [mask, value](const Var& x) { return where(mask, Var(value), x); });
         const LogitDifference ld =
             logit_difference(logits_of(model, corrupted), clean.labels, corrupted.labels, measured);
@@ -205,25 +201,23 @@ PatchingMap activation_patching(AnalysisHooks& hooks, const Task& task, const Ev
       };
       for (int64_t l = 0; l < L; ++l)
         for (int64_t head = 0; head < H; ++head) {
+          // From block l's input and heads' outputs.
+          const size_t z = static_cast<size_t>(l), input = static_cast<size_t>(L + l);
           head_acc.add(r, static_cast<int>(l * H + head), ld_clean, ld_corrupted,
-                       patched(cached[static_cast<size_t>(l)], head_mask(H, head),
-                               values[static_cast<size_t>(l)], l, true));
+                       patched(cached[z], head_mask(H, head), values[z], {input, z}));
         }
       const Tensor source = changed_positions(clean, corrupted);
       const Tensor destination = measured_positions(clean, measured);
       for (int p = 0; p < points; ++p) {
-        const Tensor& value = values[static_cast<size_t>(L + p)];
-        const Tensor& corrupt_value = corrupt_values[static_cast<size_t>(L + p)];
-        // The last point is the last block's output; the others are block p's input.
-        const int64_t layer = std::min<int64_t>(p, L - 1);
-        const bool after = p == L;
+        // Block p's input, or for p = L the last block's output: each starts at its own point.
+        const size_t site = static_cast<size_t>(L + p);
         for (const Tensor* mask : {&source, &destination}) {
           // Where the patched value is the clean one (the corrupted run differs only inside
           // the mask, as at the embeddings for `source`), the run from there is the clean run.
           const LogitDifference ld =
-              starts && !after && differs_only_inside(value, corrupt_value, *mask)
+              starts && differs_only_inside(values[site], corrupt_values[site], *mask)
                   ? ld_clean
-                  : patched(residual[p], *mask, value, layer, after);
+                  : patched(residual[p], *mask, values[site], {site});
           (mask == &source ? source_acc : dest_acc).add(r, p, ld_clean, ld_corrupted, ld);
         }
       }
