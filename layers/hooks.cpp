@@ -40,6 +40,12 @@ void Hooks::clear_starts() {
   starts_.clear();
 }
 
+std::vector<std::string> Hooks::start_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : starts_) out.push_back(name);
+  return out;
+}
+
 const Tensor* Hooks::start(std::string_view name) const {
   const auto it = starts_.find(name);
   return it == starts_.end() ? nullptr : &it->second;

@@ -76,6 +76,7 @@ class Hooks {
   // The value of a start at `name`, or null.
   const Tensor* start(std::string_view name) const;
   bool has_starts() const { return !starts_.empty(); }
+  std::vector<std::string> start_names() const;
   // How many points have an edit.
   size_t edit_count() const { return edits_.size(); }
 

@@ -1,9 +1,12 @@
 // headlab.Model (python/model.h): a trained model's hook points from Python. run_with_cache reads
 // them (Hooks::cache), run_with_hooks replaces them by what a Python function returns
 // (Hooks::edit with an edit that calls into Python), both around one forward in eval mode
-// without gradients, with the GIL released except inside the Python functions.
+// without gradients, with the GIL released except inside the Python functions. Both take
+// start_at, {name: array}: the points' values the forward starts with (Hooks::start_at).
 
 #include <pybind11/stl.h>
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -63,6 +66,23 @@ Hooks::Edit python_edit(const std::string& point, py::handle fn) {
   };
 }
 
+// The starts of a run (Hooks::start_at): {name: array} -> each array as the point's value.
+void add_starts(Hooks& hooks, const py::object& starts) {
+  if (starts.is_none()) return;
+  for (const auto& [key, value] : starts.cast<py::dict>()) {
+    const std::string name = py::str(key);
+    const FloatArray a = FloatArray::ensure(value);
+    if (!a) {
+      PyErr_Clear();
+      fail("start_at: the value for '{}' is a {}, not an array", name,
+           std::string(py::str(py::type::of(value))));
+    }
+    Tensor t = Tensor::empty(Shape(a.shape(), a.shape() + a.ndim()));
+    std::copy(a.data(), a.data() + t.numel(), t.data());
+    hooks.start_at(name, std::move(t));
+  }
+}
+
 // One forward of `batch` with `hooks` attached, the GIL released meanwhile (the caller holds it):
 // the logits [B, T, C].
 Tensor run_forward(LoadedModel& model, const Batch& batch, Hooks& hooks) {
@@ -81,6 +101,13 @@ py::dict forward(LoadedModel& model, const Batch& batch, Hooks& hooks,
                  const std::vector<std::string>& names) {
   for (const std::string& name : names) hooks.cache(name);
   const Tensor logits = run_forward(model, batch, hooks);
+  const auto passed = [&](const std::string& name) {
+    return std::find(hooks.seen().begin(), hooks.seen().end(), name) != hooks.seen().end();
+  };
+  for (const std::string& name : hooks.start_names())
+    if (!passed(name))
+      fail("start_at: the forward passed no hook point '{}' (model.hook_points() lists them)",
+           name);
   py::dict out;
   for (const std::string& name : names) {
     if (!hooks.has_cached(name)) {
@@ -220,16 +247,19 @@ void bind_model(py::module_& m) {
       .def("hook_points", &hook_points)
       .def(
           "run_with_cache",
-          [](LoadedModel& x, const py::object& batch, const py::object& names) {
+          [](LoadedModel& x, const py::object& batch, const py::object& names,
+             const py::object& start_at) {
             Hooks hooks;
+            add_starts(hooks, start_at);
             return forward(x, to_batch(x, batch), hooks, requested(x, names));
           },
-          py::arg("batch"), py::arg("names") = py::none())
+          py::arg("batch"), py::arg("names") = py::none(), py::arg("start_at") = py::none())
       .def(
           "run_with_hooks",
           [](LoadedModel& x, const py::object& batch, const py::dict& edits,
-             const py::object& names) {
+             const py::object& names, const py::object& start_at) {
             Hooks hooks;
+            add_starts(hooks, start_at);
             for (const auto& [key, fn] : edits) {
               if (!PyCallable_Check(fn.ptr()))
                 fail("run_with_hooks: the value for '{}' is not callable",
@@ -240,7 +270,8 @@ void bind_model(py::module_& m) {
                 names.is_none() ? std::vector<std::string>{} : requested(x, names);
             return forward(x, to_batch(x, batch), hooks, cached);
           },
-          py::arg("batch"), py::arg("hooks"), py::arg("names") = py::none())
+          py::arg("batch"), py::arg("hooks"), py::arg("names") = py::none(),
+          py::arg("start_at") = py::none())
       .def("score", &score, py::arg("batch"), py::arg("result"))
       .def("__repr__", [](const LoadedModel& x) {
         return fmt::format("<headlab.Model of '{}' at step {} (task '{}')>", x.run_dir.string(),

@@ -146,3 +146,29 @@ def test_encode_refuses_what_the_task_does_not_read(model):
 def test_a_run_that_is_not_there_is_a_headlab_error(tmp_path):
     with pytest.raises(headlab.Error):
         headlab.load_model(str(tmp_path / "missing"))
+
+
+def test_a_forward_started_at_a_point_equals_the_whole_forward(model):
+    batch = model.eval_batch(0)
+    point = "blocks.0.attn.hook_z"
+    whole = model.run_with_cache(batch, names=[point, "blocks.0.hook_resid_pre"])
+    starts = {p: whole[p] for p in [point, "blocks.0.hook_resid_pre"]}
+    started = model.run_with_cache(batch, names=[], start_at=starts)
+    assert np.array_equal(started["logits"], whole["logits"])
+    # An edit at the start applies to the start's value, as run_with_hooks without a start.
+    edit = {point: lambda z: headlab.zero_head(z, 1)}
+    assert np.array_equal(model.run_with_hooks(batch, edit, start_at=starts)["logits"],
+                          model.run_with_hooks(batch, edit)["logits"])
+    other = model.run_with_cache(batch, names=[], start_at={point: np.zeros_like(whole[point])})
+    assert not np.array_equal(other["logits"], whole["logits"])
+
+
+def test_a_bad_start_is_a_headlab_error(model):
+    batch = model.eval_batch(0)
+    z = model.run_with_cache(batch, names=["blocks.0.attn.hook_z"])["blocks.0.attn.hook_z"]
+    with pytest.raises(headlab.Error, match="the forward passed no hook point 'blocks.7.attn"):
+        model.run_with_cache(batch, names=[], start_at={"blocks.7.attn.hook_z": z})
+    with pytest.raises(headlab.Error, match="the start at hook_z"):
+        model.run_with_cache(batch, names=[], start_at={"blocks.0.attn.hook_z": z[:, :, :1]})
+    with pytest.raises(headlab.Error, match="not an array"):
+        model.run_with_cache(batch, names=[], start_at={"blocks.0.attn.hook_z": "zeros"})
