@@ -96,9 +96,14 @@ TEST_CASE(
     CHECK(passed(hooks, block_hook(1, "hook_resid_pre")));
 
     hooks.forget();
+    hooks.clear_starts();  // the heads' outputs alone
     hooks.start_at(block_hook(1, "attn.hook_z"), z);
+    hooks.cache(block_hook(1, "attn.hook_q"));  // passed whenever the projections run
     CHECK(same_bits(whole, x.logits(model)));
     CHECK(passed(hooks, block_hook(1, "attn.hook_z")));
+    CHECK_FALSE(passed(hooks, block_hook(1, "attn.hook_q")));
+    CHECK(passed(hooks, block_hook(0, "attn.hook_z")));  // block 0 still runs: no start there
+    hooks.uncache(block_hook(1, "attn.hook_q"));
     // The cache at a start keeps the start's value, before the edit.
     CHECK(same_bits(hooks.cached(block_hook(1, "attn.hook_z")).value(), z));
 
@@ -120,7 +125,6 @@ TEST_CASE(
     CHECK(same_bits(doubled, x.logits(model)));
     CHECK_FALSE(same_bits(doubled, whole));
     hooks.remove_edit(block_hook(2, "hook_resid_post"));
-    hooks.start_at(block_hook(1, "attn.hook_z"), z);
 
     // A start changes the run: another value at hook_z gives other logits.
     hooks.start_at(block_hook(1, "attn.hook_z"), Tensor::zeros(z.shape()));
