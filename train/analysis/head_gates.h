@@ -70,7 +70,7 @@ class AnalysisHooks {
 
   // One ungated forward per batch of `set`, keeping blocks.L.hook_resid_pre and attn.hook_z of
   // every layer (within kStartBudgetBytes; beyond it nothing is kept and forwards run whole).
-  // Needs the gates at ones and no edit but theirs; `set` must outlive the kept values.
+  // Needs the gates at ones and no edit set; `set` must outlive the kept values.
   void keep_starts(const EvalSet& set);
   // Layer l's kept heads' outputs for batch k of `set`, or null when none are kept for it.
   const Tensor* kept_z(const EvalSet& set, size_t k, int64_t layer) const;
