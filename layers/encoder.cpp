@@ -111,14 +111,14 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
           "encoder: need_weights in a forward that starts at a hook point: the attention "
           "before the start is not computed");
     for (size_t l = layers_.size(); l-- > 0 && !x.defined();) {
-      for (const char* point : {"hook_resid_post", "hook_resid_pre"}) {
-        const std::string name = block_hook(static_cast<int64_t>(l), point);
+      for (const bool output : {true, false}) {
+        const std::string name =
+            block_hook(static_cast<int64_t>(l), output ? "hook_resid_post" : "hook_resid_pre");
         const Tensor* start = hook_start(name);
         if (!start) continue;
         if (start->shape() != Shape{batch, length, options_.d_model})
           fail("encoder: the start at {} is {} but the batch is [{}, {}, {}]", name,
                start->shape().str(), batch, length, options_.d_model);
-        const bool output = point == std::string_view("hook_resid_post");
         first = output ? l + 1 : l;
         x = output ? hooks->apply(hook_prefix() + name, Var(*start)) : Var(*start);
         break;

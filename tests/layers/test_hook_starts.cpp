@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -15,54 +14,31 @@
 #include "core/error.h"
 #include "layers/encoder.h"
 #include "layers/hooks.h"
+#include "tests/layers/hook_test_model.h"
 
 using namespace headlab;
+using namespace headlab::hook_test;
 
 namespace {
-
-EncoderOptions options(NormPosition norm) {
-  EncoderOptions o;
-  o.vocab_sizes = {7, 3};
-  o.max_len = 6;
-  o.d_model = 8;
-  o.heads = 2;
-  o.layers = 3;
-  o.d_ff = 12;
-  o.num_classes = 5;
-  o.norm = norm;
-  return o;
-}
-
-struct Ids {
-  std::vector<int32_t> cat, col;
-  int64_t b = 3, t = 5;
-  Tensor logits(Encoder& m, bool need_weights = false) const {
-    return m
-        .forward({std::span<const int32_t>(cat), std::span<const int32_t>(col)}, b, t, nullptr,
-                 need_weights)
-        .logits.value()
-        .clone();
-  }
-};
-
-Ids ids(const EncoderOptions& o) {
-  Rng rng(5);
-  Ids x;
-  for (int64_t i = 0; i < x.b * x.t; ++i) {
-    x.cat.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[0])));
-    x.col.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[1])));
-  }
-  return x;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() &&
-         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
-}
 
 bool passed(const Hooks& hooks, const std::string& point) {
   return std::find(hooks.seen().begin(), hooks.seen().end(), point) != hooks.seen().end();
 }
+
+// A three-block encoder in eval mode, its batch, and hooks attached, under no gradient.
+struct Started {
+  explicit Started(NormPosition norm, uint64_t seed)
+      : o(options(norm, 3)), rng(seed), model(o, rng), x(ids(o)), attached(model, hooks) {
+    model.eval();
+  }
+  EncoderOptions o;
+  Rng rng;
+  Encoder model;
+  Ids x;
+  NoGradGuard no_grad;
+  Hooks hooks;
+  HookGuard attached;
+};
 
 }  // namespace
 
@@ -71,14 +47,10 @@ TEST_CASE(
     "forward's logits bit for bit, and skips the points before them") {
   for (NormPosition norm : {NormPosition::pre, NormPosition::post}) {
     CAPTURE(norm == NormPosition::pre);
-    const EncoderOptions o = options(norm);
-    Rng rng(11);
-    Encoder model(o, rng);
-    model.eval();
-    const Ids x = ids(o);
-    NoGradGuard no_grad;
-    Hooks hooks;
-    HookGuard attached(model, hooks);
+    Started started(norm, 11);
+    Encoder& model = started.model;
+    const Ids& x = started.x;
+    Hooks& hooks = started.hooks;
     // The edit every run below makes: head 1 of block 1 zeroed (a gate's ablation).
     hooks.edit(block_hook(1, "attn.hook_z"), [](const Var& z) { return zero_head(z, 1); });
     hooks.cache(block_hook(1, "hook_resid_pre"));
@@ -135,14 +107,10 @@ TEST_CASE(
 }
 
 TEST_CASE("hooks: a start where no layer skips replaces the computed value, as an edit would") {
-  const EncoderOptions o = options(NormPosition::pre);
-  Rng rng(12);
-  Encoder model(o, rng);
-  model.eval();
-  const Ids x = ids(o);
-  NoGradGuard no_grad;
-  Hooks hooks;
-  HookGuard attached(model, hooks);
+  Started started(NormPosition::pre, 12);
+  Encoder& model = started.model;
+  const Ids& x = started.x;
+  Hooks& hooks = started.hooks;
   const std::string point = block_hook(2, "mlp.hook_post");
   hooks.cache(point);
   x.logits(model);
@@ -157,14 +125,10 @@ TEST_CASE("hooks: a start where no layer skips replaces the computed value, as a
 }
 
 TEST_CASE("hooks: a start of the wrong shape, or with need_weights, is one line naming it") {
-  const EncoderOptions o = options(NormPosition::pre);
-  Rng rng(13);
-  Encoder model(o, rng);
-  model.eval();
-  const Ids x = ids(o);
-  NoGradGuard no_grad;
-  Hooks hooks;
-  HookGuard attached(model, hooks);
+  Started started(NormPosition::pre, 13);
+  Encoder& model = started.model;
+  const Ids& x = started.x;
+  Hooks& hooks = started.hooks;
   hooks.start_at(block_hook(1, "hook_resid_pre"), Tensor::zeros({3, 4, 8}));
   CHECK_THROWS_WITH_AS(x.logits(model),
                        doctest::Contains("encoder: the start at blocks.1.hook_resid_pre is "

@@ -13,49 +13,12 @@
 #include "layers/encoder.h"
 #include "layers/hooks.h"
 #include "layers/registry.h"
+#include "tests/layers/hook_test_model.h"
 
 using namespace headlab;
+using namespace headlab::hook_test;
 
 namespace {
-
-EncoderOptions options(NormPosition norm = NormPosition::pre) {
-  EncoderOptions o;
-  o.vocab_sizes = {7, 3};
-  o.max_len = 6;
-  o.d_model = 8;
-  o.heads = 2;
-  o.layers = 2;
-  o.d_ff = 12;
-  o.num_classes = 5;
-  o.norm = norm;
-  return o;
-}
-
-struct Ids {
-  std::vector<int32_t> cat, col;
-  int64_t b = 3, t = 5;
-  EncoderOutput run(Encoder& m, bool need_weights = false) const {
-    return m.forward({std::span<const int32_t>(cat), std::span<const int32_t>(col)}, b, t, nullptr,
-                     need_weights);
-  }
-};
-
-Ids ids(const EncoderOptions& o) {
-  Rng rng(5);
-  Ids x;
-  for (int64_t i = 0; i < x.b * x.t; ++i) {
-    x.cat.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[0])));
-    x.col.push_back(static_cast<int32_t>(rng.below(o.vocab_sizes[1])));
-  }
-  return x;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return false;
-  for (int64_t i = 0; i < a.numel(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
 
 double max_diff(const Tensor& a, const Tensor& b) {
   REQUIRE(a.shape() == b.shape());
