@@ -115,6 +115,52 @@ TEST_CASE("induction task, layout random: the copies anywhere, partners still ex
         12);
 }
 
+TEST_CASE("induction task, uniform tokens: chance repeats, partners at the most recent one") {
+  InductionOptions o;  // T 32, L in [4, 15]
+  o.vocab = 8;         // fewer ids than fresh tokens: allowed only when they may repeat
+  o.tokens = InductionTokens::kUniform;
+  const int64_t T = 32, V = 8;
+  for (const InductionLayout layout : {InductionLayout::kEnd, InductionLayout::kRandom}) {
+    CAPTURE(static_cast<int>(layout));
+    o.layout = layout;
+    const InductionTask task(o);
+    Batch b;
+    task.generate(5, 1, 128, b);
+    std::vector<int64_t> count(V, 0);
+    for (int64_t s = 0; s < 128; ++s) {
+      const int32_t* tok = b.features[0].data() + s * T;
+      CHECK(tok[0] == V);
+      // Some run of L in [4, 15] is an earlier run again (at the very end for layout "end").
+      bool copied = false;
+      for (int64_t L = 4; L <= 15 && !copied; ++L)
+        for (int64_t second = 1 + L; second + L <= T && !copied; ++second) {
+          if (layout == InductionLayout::kEnd && second + L != T) continue;
+          for (int64_t first = 1; first + L <= second && !copied; ++first)
+            copied = std::equal(tok + first, tok + first + L, tok + second);
+        }
+      CHECK(copied);
+      for (int64_t t = 0; t < T; ++t) {
+        const size_t at = static_cast<size_t>(s * T + t);
+        CHECK(b.labels[at] == (t + 1 < T ? tok[t + 1] : kIgnoreIndex));
+        if (t > 0) {
+          REQUIRE(tok[t] >= 0);
+          REQUIRE(tok[t] < V);
+          ++count[static_cast<size_t>(tok[t])];
+        }
+        int32_t expected = kNoPartner;  // the position after the most recent earlier occurrence
+        for (int64_t j = t - 1; j >= 0 && expected == kNoPartner; --j)
+          if (tok[j] == tok[t]) expected = static_cast<int32_t>(j + 1);
+        CHECK(b.partners[InductionTask::kInduction][at] == expected);
+      }
+    }
+    // Every id is drawn, none far from its share of the 128 x 31 tokens (496 each).
+    for (const int64_t n : count) {
+      CHECK(n > 350);
+      CHECK(n < 650);
+    }
+  }
+}
+
 TEST_CASE("induction task: bad options get one line naming the key") {
   const auto error = [](const std::string& keys) {
     try {
@@ -135,6 +181,8 @@ TEST_CASE("induction task: bad options get one line naming the key") {
   CHECK(error("length = 2\n").find("task.length = 2 is out of range") != std::string::npos);
   CHECK(error("layout = \"middle\"\n").find("task.layout") != std::string::npos);
   CHECK(error("layout = \"random\"\n") == "no error");
+  CHECK(error("tokens = \"uniform\"\nvocab = 8\n") == "no error");  // ids may repeat
+  CHECK(error("tokens = \"sorted\"\n").find("task.tokens") != std::string::npos);
   CHECK(error("segment = 2\n").find("unknown key task.segment") != std::string::npos);
   for (const std::string& e : {error("max_segment = 16\n"), error("vocab = 20\n")})
     CHECK(e.find('\n') == std::string::npos);

@@ -1,5 +1,6 @@
 #include "train/tasks/induction.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -20,7 +21,7 @@ InductionTask::InductionTask(const InductionOptions& o) : options_(o) {
         "task.max_segment = {} is too long for task.length = {}: both copies must fit after BOS "
         "(expected max_segment <= {})",
         o.max_segment, o.length, (o.length - 1) / 2);
-  if (o.vocab < o.length - 1 - o.min_segment)
+  if (o.tokens == InductionTokens::kDistinct && o.vocab < o.length - 1 - o.min_segment)
     fail(
         "task.vocab = {} is too small: the fresh tokens of a sequence are distinct, so expected "
         "vocab >= length - 1 - min_segment = {}",
@@ -36,7 +37,8 @@ void InductionTask::generate_sentences(uint64_t seed, int64_t index, int64_t fir
   if (first < 0) fail("induction task: first sentence is {} but expected >= 0", first);
   const int64_t T = options_.length, V = options_.vocab;
   out.resize(count, T, 1, 2);
-  std::vector<int32_t> pool(static_cast<size_t>(V));
+  // V ids to shuffle, or (uniform tokens) up to T - 1 - min_segment draws.
+  std::vector<int32_t> pool(static_cast<size_t>(std::max(V, T - 1 - options_.min_segment)));
   std::vector<int32_t> last(static_cast<size_t>(V + 1), -1);  // last position of each id
   std::vector<int32_t>& tokens = out.features[0];
   for (int64_t b = 0; b < count; ++b) {
@@ -55,10 +57,15 @@ void InductionTask::generate_sentences(uint64_t seed, int64_t index, int64_t fir
       before = lo;
       between = hi - lo - 1;
     }
-    std::iota(pool.begin(), pool.end(), 0);
-    for (int64_t i = 0; i < fresh; ++i)
-      std::swap(pool[static_cast<size_t>(i)],
-                pool[static_cast<size_t>(i + static_cast<int64_t>(rng.below(V - i)))]);
+    if (options_.tokens == InductionTokens::kUniform) {
+      for (int64_t i = 0; i < fresh; ++i)
+        pool[static_cast<size_t>(i)] = static_cast<int32_t>(rng.below(V));
+    } else {
+      std::iota(pool.begin(), pool.end(), 0);
+      for (int64_t i = 0; i < fresh; ++i)
+        std::swap(pool[static_cast<size_t>(i)],
+                  pool[static_cast<size_t>(i + static_cast<int64_t>(rng.below(V - i)))]);
+    }
     const int64_t row = b * T;
     tokens[static_cast<size_t>(row)] = static_cast<int32_t>(V);  // BOS
     // pool[0, before) the first run, pool[before, before + L) the segment, the rest the runs
@@ -110,6 +117,13 @@ std::unique_ptr<Task> make_induction_task(TaskOptions& o) {
           .documented("Where the two copies go: \"end\" (the second ends the sequence) or "
                       "\"random\" (fresh tokens before, between and after them)."));
   d.layout = layout == "random" ? InductionLayout::kRandom : InductionLayout::kEnd;
+  const std::string tokens = o.get_string(
+      "tokens", "distinct",
+      OptionSpec::one_of({"distinct", "uniform"})
+          .documented("How the tokens outside the second copy are drawn: \"distinct\" (without "
+                      "replacement: the copy is the only repetition) or \"uniform\" (each "
+                      "uniform in [0, V): tokens also recur by chance)."));
+  d.tokens = tokens == "uniform" ? InductionTokens::kUniform : InductionTokens::kDistinct;
   // The checks across keys name the key and, when the config gave it, its position.
   try {
     return std::make_unique<InductionTask>(d);

@@ -20,8 +20,11 @@
 // runs, before, between and after the copies, uniformly over the C(F + 2, 2) ways to split
 // F = T - 1 - 2L tokens into three (possibly empty) runs, so neither copy has a fixed place:
 //   BOS, f0 fresh, s_1..s_L, f1 fresh, s_1..s_L, f2 fresh     f0 + f1 + f2 = F
-// The T - 1 - L fresh tokens are distinct (drawn without replacement from [0, V)), so every token
-// occurs at most twice and the second copy is the only repetition.
+// With task.tokens = "distinct" (the default) the T - 1 - L fresh tokens are distinct (drawn
+// without replacement from [0, V)), so every token occurs at most twice and the second copy is
+// the only repetition. With "uniform" each is drawn from [0, V) on its own, so tokens also recur
+// by chance (V may be below T): the first repeated token no longer marks the second copy, and a
+// head that matches the current token must tell the copy from chance repeats by what precedes it.
 //
 // Labels (next-token prediction): label(t) = token(t + 1) for t < T - 1 (BOS included: it
 // predicts the first token), kIgnoreIndex at t = T - 1, which has no next token. Classes: the V
@@ -34,9 +37,10 @@
 // So in the second copy INDUCTION(t) = t - L + 1, the position whose token is the label.
 //
 // Sentence k of batch `index` is drawn from Rng::derive(seed, index, k): L, then (layout
-// "random" only) the two cuts, then the fresh tokens (a partial Fisher-Yates shuffle of [0, V),
-// position i swapped with i + below(V - i)). Layout "end" draws exactly what it drew before the
-// key existed, so its runs are unchanged.
+// "random" only) the two cuts, then the fresh tokens (distinct: a partial Fisher-Yates shuffle of
+// [0, V), position i swapped with i + below(V - i); uniform: below(V) each). Layout "end" with
+// distinct tokens draws exactly what it drew before the layout and tokens keys existed, so its
+// runs are unchanged.
 
 #include <cstdint>
 #include <memory>
@@ -50,6 +54,10 @@ namespace headlab {
 class TaskOptions;
 
 enum class InductionLayout { kEnd, kRandom };
+// How the T - 1 - L tokens that are not the second copy are drawn: distinct (without
+// replacement, so the second copy is the only repetition) or uniform (each independently from
+// [0, V), so tokens also recur by chance and only the previous token tells the copies apart).
+enum class InductionTokens { kDistinct, kUniform };
 
 struct InductionOptions {
   int64_t vocab = 64;       // V
@@ -57,6 +65,7 @@ struct InductionOptions {
   int64_t min_segment = 4;  // L's range
   int64_t max_segment = 15;
   InductionLayout layout = InductionLayout::kEnd;
+  InductionTokens tokens = InductionTokens::kDistinct;
 };
 
 class InductionTask final : public Task {
@@ -65,8 +74,8 @@ class InductionTask final : public Task {
   static constexpr int kInduction = 1;
 
   // Throws headlab::Error naming the task.* key when max_segment < min_segment, 2 max_segment >
-  // length - 1 (both copies must fit after BOS) or vocab < length - 1 - min_segment (too few
-  // tokens for distinct fresh ones).
+  // length - 1 (both copies must fit after BOS) or, with distinct tokens, vocab < length - 1 -
+  // min_segment (too few ids for distinct fresh tokens).
   explicit InductionTask(const InductionOptions& options);
 
   std::string name() const override { return "induction"; }
@@ -89,7 +98,7 @@ class InductionTask final : public Task {
   std::vector<std::string> relations_;
 };
 
-// Registry factory "induction": keys vocab, length, min_segment, max_segment, layout.
+// Registry factory "induction": keys vocab, length, min_segment, max_segment, layout, tokens.
 std::unique_ptr<Task> make_induction_task(TaskOptions& options);
 
 }  // namespace headlab
