@@ -1,0 +1,199 @@
+#include "train/distributed/mpi/mpi_presence.h"
+
+#include <time.h>
+
+#include <chrono>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "train/distributed/mpi/mpi_calls.h"
+
+namespace headlab::mpi {
+
+RankPresence::RankPresence(MPI_Comm world) {
+  MPI_Comm_rank(world, &rank_);
+  MPI_Comm_size(world, &size_);
+  const int code = MPI_Comm_dup(world, &roll_);
+  if (code != MPI_SUCCESS) fail("MPI comm_dup failed: {}", error_text(code));
+  MPI_Comm_set_errhandler(roll_, MPI_ERRORS_RETURN);
+}
+
+RankPresence::~RankPresence() {
+  stop_answering();
+}
+
+void RankPresence::start_answering() {
+  if (size_ > 1 && !answerer_.joinable()) answerer_ = std::thread([this] { answer(); });
+}
+
+void RankPresence::stop_answering() {
+  {
+    std::lock_guard guard(lock());
+    closing_ = true;
+  }
+  if (answerer_.joinable()) answerer_.join();
+}
+
+void RankPresence::announce_leaving(double seconds) {
+  static const unsigned char kBye = 1;  // static: the sends may read it after a return
+  std::vector<MPI_Request> sent;
+  for (int p = 0; p < size_; ++p) {
+    MPI_Request s;
+    if (p != rank_ && locked([&] {
+                        return MPI_Isend(&kBye, 1, MPI_BYTE, p, kLeavingTag, roll_, &s);
+                      }) == MPI_SUCCESS)
+      sent.push_back(s);
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int done = sent.empty() ? 1 : 0;
+  while (std::chrono::steady_clock::now() < end) {
+    if (!done)
+      locked([&] {
+        return MPI_Testall(static_cast<int>(sent.size()), sent.data(), &done, MPI_STATUSES_IGNORE);
+      });
+    nap();  // the rest of the pause: mpirun forwards the error line meanwhile
+  }
+}
+
+bool RankPresence::roll_called() const {
+  int flag = 0;
+  return locked([&] {
+           return MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_, &flag, MPI_STATUS_IGNORE);
+         }) == MPI_SUCCESS &&
+         flag != 0;
+}
+
+// Every 10 ms, answers the presence calls of other ranks.
+void RankPresence::answer() {
+  static const unsigned char kHere = 1;  // static: the sends may read it after a return
+  for (;;) {
+    {
+      std::lock_guard guard(lock());
+      if (closing_) return;
+      for (;;) {
+        int flag = 0;
+        MPI_Status status;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, kAskTag, roll_, &flag, &status) != MPI_SUCCESS || !flag)
+          break;
+        unsigned char byte = 0;
+        MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, kAskTag, roll_, MPI_STATUS_IGNORE);
+        MPI_Request s;
+        if (MPI_Isend(&kHere, 1, MPI_BYTE, status.MPI_SOURCE, kHereTag, roll_, &s) == MPI_SUCCESS)
+          MPI_Request_free(&s);
+      }
+    }
+    const timespec pause{0, 10'000'000};  // 10 ms
+    nanosleep(&pause, nullptr);
+  }
+}
+
+// A rank waiting in any call answers within a nap; one that hung, was stopped, died or is
+// computing far behind does not. The sends are never waited for: a stopped rank never takes
+// them, and the job ends.
+void RankPresence::roll_call(const std::string& what, const std::vector<std::string>& hosts,
+                             double timeout) const {
+  static const unsigned char kHere = 1;  // static: the sends may read it after we return
+  for (int p = 0; p < size_; ++p) {
+    MPI_Request s;
+    if (p != rank_)
+      locked([&] {
+        const int code = MPI_Isend(&kHere, 1, MPI_BYTE, p, kRollCallTag, roll_, &s);
+        return code == MPI_SUCCESS ? MPI_Request_free(&s) : code;
+      });
+  }
+  std::vector<bool> answered(static_cast<size_t>(size_), false);
+  answered[static_cast<size_t>(rank_)] = true;
+  int count = 1;
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kRollCallSeconds);
+  while (count < size_ && std::chrono::steady_clock::now() < end) {
+    int flag = 0;
+    MPI_Status status;
+    unsigned char byte = 0;
+    const int code = locked([&] {
+      const int probe = MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_, &flag, &status);
+      if (probe == MPI_SUCCESS && flag)
+        MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, kRollCallTag, roll_, MPI_STATUS_IGNORE);
+      return probe;
+    });
+    if (code != MPI_SUCCESS) break;
+    if (!flag) {
+      nap();
+      continue;
+    }
+    if (!answered[static_cast<size_t>(status.MPI_SOURCE)]) ++count;
+    answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
+  }
+  std::vector<int> missing;
+  int lowest = -1;
+  for (int p = 0; p < size_; ++p) {
+    if (!answered[static_cast<size_t>(p)]) missing.push_back(p);
+    if (answered[static_cast<size_t>(p)] && lowest < 0) lowest = p;
+  }
+  std::string message = missing_ranks_message(answered, hosts, timeout);
+  if (missing.empty()) message += fmt::format(" (rank {} waited for {})", rank_, what);
+  throw MissingRankError(message, std::move(missing), lowest == rank_);
+}
+
+Comm::Presence RankPresence::presence(double seconds) {
+  Comm::Presence p, unknown;
+  unknown.known = false;
+  static const unsigned char kAsk = 1;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  {
+    std::unique_lock guard(lock(), end);
+    if (!guard.owns_lock() || closing_) return unknown;
+    for (int q = 0; q < size_; ++q) {
+      MPI_Request s;
+      if (q != rank_ && MPI_Isend(&kAsk, 1, MPI_BYTE, q, kAskTag, roll_, &s) == MPI_SUCCESS)
+        MPI_Request_free(&s);
+    }
+  }
+  std::vector<bool> answered(static_cast<size_t>(size_), false);
+  answered[static_cast<size_t>(rank_)] = true;
+  int count = 1;
+  // Takes the answers (and the announcements of a rank that reported its own error) that came.
+  const auto take = [&](std::unique_lock<std::timed_mutex>& guard) {
+    if (!guard.owns_lock() || closing_) return false;
+    for (const int tag : {kHereTag, kLeavingTag}) {
+      for (;;) {
+        int flag = 0;
+        MPI_Status status;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, tag, roll_, &flag, &status) != MPI_SUCCESS || !flag) break;
+        unsigned char byte = 0;
+        MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, tag, roll_, MPI_STATUS_IGNORE);
+        if (tag == kLeavingTag) {
+          p.reported = true;
+          continue;
+        }
+        if (!answered[static_cast<size_t>(status.MPI_SOURCE)]) ++count;
+        answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
+      }
+    }
+    return true;
+  };
+  while (count < size_ && std::chrono::steady_clock::now() < end) {
+    {
+      std::unique_lock guard(lock(), end);
+      if (!take(guard)) return unknown;
+    }
+    nap();
+  }
+  {
+    // One look more, however late: an announcement may have come last.
+    std::unique_lock guard(lock(),
+                           std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    if (!take(guard)) return unknown;
+  }
+  int lowest = -1;
+  for (int q = 0; q < size_; ++q) {
+    if (!answered[static_cast<size_t>(q)]) p.gone.push_back(q);
+    if (answered[static_cast<size_t>(q)] && lowest < 0) lowest = q;
+  }
+  p.speaks = lowest == rank_;
+  return p;
+}
+
+}  // namespace headlab::mpi
