@@ -145,9 +145,16 @@ TEST_CASE("dist: hosts: a killed host ends the job quickly") {
   CHECK(r.exit_code != 0);
   CHECK_MESSAGE(after < 30, after << " s after the kill\n" << r.describe());
   // What Open MPI prints depends on when the daemon died ("lost communication with a remote
-  // daemon", or "unable to reliably start one or more daemons"), and headlab adds no line of its
-  // own naming the host and the rank yet: only the end of the job is checked here.
+  // daemon", or "unable to reliably start one or more daemons"). Rank 0's own pending MPI call
+  // then holds the MPI lock, so its presence call asks over TCP: one line names the rank and
+  // the host that are gone.
   CHECK(fs::exists(hosts.private_dir(0) / "run" / "config.resolved.toml"));
+  CHECK_MESSAGE(r.err.find(fmt::format("headlab: error: train: rank 1 on {} ended during the run "
+                                       "(killed, crashed, or its host went down); rank 0 on {} "
+                                       "is still there",
+                                       hosts.name(1), hosts.name(0))) != std::string::npos,
+                r.describe());
+  CHECK_MESSAGE(count_error_lines(r) == 1, r.describe());
 }
 
 TEST_CASE("dist: hosts: a sweep over two hosts ends with every run directory on rank 0's host") {

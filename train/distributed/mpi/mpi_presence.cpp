@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <chrono>
+#include <future>
+#include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -24,8 +26,17 @@ RankPresence::~RankPresence() {
   stop_answering();
 }
 
-void RankPresence::start_answering() {
+void RankPresence::start_answering(uint64_t nonce, std::vector<SocketPresence::Address> addresses) {
+  sockets_.start(nonce, rank_, std::move(addresses));
   if (size_ > 1 && !answerer_.joinable()) answerer_ = std::thread([this] { answer(); });
+}
+
+bool RankPresence::neighbours_answer(double seconds) const {
+  if (size_ < 2) return true;
+  const int next = (rank_ + 1) % size_, previous = (rank_ + size_ - 1) % size_;
+  const std::vector<SocketPresence::Answer> a = sockets_.ask(seconds, {next, previous});
+  return a[static_cast<size_t>(next)] == SocketPresence::Answer::kHere &&
+         a[static_cast<size_t>(previous)] == SocketPresence::Answer::kHere;
 }
 
 void RankPresence::stop_answering() {
@@ -37,6 +48,7 @@ void RankPresence::stop_answering() {
 }
 
 void RankPresence::announce_leaving(double seconds) {
+  sockets_.set_leaving();
   static const unsigned char kBye = 1;  // static: the sends may read it after a return
   std::vector<MPI_Request> sent;
   for (int p = 0; p < size_; ++p) {
@@ -138,6 +150,7 @@ void RankPresence::roll_call(const std::string& what, const std::vector<std::str
 }
 
 Comm::Presence RankPresence::presence(double seconds) {
+  if (use_sockets_) return presence_by_sockets(seconds);
   Comm::Presence p, unknown;
   unknown.known = false;
   static const unsigned char kAsk = 1;
@@ -193,6 +206,46 @@ Comm::Presence RankPresence::presence(double seconds) {
     if (answered[static_cast<size_t>(q)] && lowest < 0) lowest = q;
   }
   p.speaks = lowest == rank_;
+  return p;
+}
+
+// The check makes an MPI call, which after a lost host may never return (any MPI call of a
+// survivor may sit inside Open MPI then), so it runs on a thread of its own, left behind when it
+// does not answer in time: this is the SIGTERM of a job that ends, and mpirun's SIGKILL ends it.
+bool RankPresence::leaving_announced(std::chrono::milliseconds wait) const {
+  auto found = std::make_shared<std::promise<bool>>();
+  std::future<bool> answer = found->get_future();
+  std::thread([this, found] {
+    std::unique_lock guard(lock(), std::chrono::steady_clock::now() + kLeavingCheck);
+    int flag = 0;
+    const bool announced =
+        guard.owns_lock() && !closing_ &&
+        MPI_Iprobe(MPI_ANY_SOURCE, kLeavingTag, roll_, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+        flag != 0;
+    found->set_value(announced);
+  }).detach();
+  return answer.wait_for(wait) == std::future_status::ready && answer.get();
+}
+
+// No MPI call but the announcement's check: after a lost host any MPI call of a survivor may
+// never return (above). A rank that reported its own error and still runs answers that it is
+// leaving; one that has ended already left its announcement on the MPI side.
+Comm::Presence RankPresence::presence_by_sockets(double seconds) const {
+  Comm::Presence p;
+  if (closing_) {
+    p.known = false;
+    return p;
+  }
+  const std::vector<SocketPresence::Answer> answers = sockets_.ask(seconds);
+  int lowest = -1;
+  for (int q = 0; q < size_; ++q) {
+    const SocketPresence::Answer a = answers[static_cast<size_t>(q)];
+    if (a != SocketPresence::Answer::kHere) p.gone.push_back(q);
+    if (a == SocketPresence::Answer::kLeaving) p.reported = true;
+    if (a == SocketPresence::Answer::kHere && lowest < 0) lowest = q;
+  }
+  p.speaks = lowest == rank_;
+  if (!p.gone.empty() && !p.reported) p.reported = leaving_announced(kLeavingCheck);
   return p;
 }
 

@@ -13,12 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -52,7 +54,29 @@ class MpiComm final : public Comm {
     std::string all(kHostName * static_cast<size_t>(size_), '\0');
     allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)));
     for (int r = 0; r < size_; ++r) hosts_.push_back(all.substr(r * kHostName, kHostName).c_str());
-    presence_->start_answering();
+    // Where each rank answers presence calls outside MPI, and the job's nonce its answers carry.
+    using Address = mpi::SocketPresence::Address;
+    std::vector<Address> addresses(static_cast<size_t>(size_));
+    allgather(std::as_bytes(std::span(&presence_->socket_address(), 1)),
+              std::as_writable_bytes(std::span(addresses)));
+    uint64_t nonce =
+        rank_ == 0 ? (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() : 0;
+    broadcast(0, std::as_writable_bytes(std::span(&nonce, 1)));
+    presence_->start_answering(nonce, std::move(addresses));
+    // Presence calls go over TCP when every rank reaches its neighbours that way (each answers
+    // from now on: the exchange after start_answering is the barrier).
+    if (size_ > 1) {
+      unsigned char started = 1;
+      std::vector<unsigned char> all_started(static_cast<size_t>(size_));
+      allgather(std::as_bytes(std::span(&started, 1)),
+                std::as_writable_bytes(std::span(all_started)));
+      unsigned char reached = presence_->neighbours_answer(kReachSeconds) ? 1 : 0;
+      std::vector<unsigned char> all_reached(static_cast<size_t>(size_));
+      allgather(std::as_bytes(std::span(&reached, 1)),
+                std::as_writable_bytes(std::span(all_reached)));
+      presence_->use_sockets(std::find(all_reached.begin(), all_reached.end(), 0) ==
+                             all_reached.end());
+    }
   }
   ~MpiComm() override;
 
@@ -125,6 +149,9 @@ class MpiComm final : public Comm {
  private:
   static constexpr size_t kPiece = size_t{1} << 30;  // bytes per MPI call (counts are int)
   static constexpr size_t kHostName = 256;           // bytes per host name in the exchange
+  // How long a rank waits at start-up for its neighbours' TCP answers (a dropped connection
+  // behind a firewall never answers; a live neighbour answers within 10 ms).
+  static constexpr double kReachSeconds = 2.0;
 
   static int piece(size_t size, size_t off) {
     return static_cast<int>(std::min(kPiece, size - std::min(size, off)));
