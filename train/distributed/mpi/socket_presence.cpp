@@ -152,7 +152,8 @@ std::vector<SocketPresence::Answer> SocketPresence::ask(double seconds,
       } else if (!finished) {
         const ssize_t r = ::recv(p.fd, t.got + t.bytes, kAnswerBytes - t.bytes, 0);
         if (r > 0) t.bytes += static_cast<size_t>(r);
-        finished = r <= 0 || t.bytes == kAnswerBytes;
+        const bool again = r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+        finished = r == 0 || (r < 0 && !again) || t.bytes == kAnswerBytes;
         put_answer(expected, nonce_, static_cast<int32_t>(t.rank), Answer::kHere);
         const size_t state = kAnswerBytes - 1;
         if (t.bytes == kAnswerBytes && std::memcmp(t.got, expected, state) == 0 &&
