@@ -13,6 +13,26 @@
 #include "train/distributed/mpi/mpi_calls.h"
 
 namespace headlab::mpi {
+namespace {
+
+// The ranks that did not answer, and whether `rank` is the lowest that did (it alone reports).
+struct Attendance {
+  std::vector<int> missing;
+  bool speaks = false;
+};
+
+Attendance attendance(const std::vector<bool>& answered, int rank) {
+  Attendance a;
+  int lowest = -1;
+  for (int q = 0; q < static_cast<int>(answered.size()); ++q) {
+    if (!answered[static_cast<size_t>(q)]) a.missing.push_back(q);
+    if (answered[static_cast<size_t>(q)] && lowest < 0) lowest = q;
+  }
+  a.speaks = lowest == rank;
+  return a;
+}
+
+}  // namespace
 
 RankPresence::RankPresence(MPI_Comm world) {
   MPI_Comm_rank(world, &rank_);
@@ -138,15 +158,10 @@ void RankPresence::roll_call(const std::string& what, const std::vector<std::str
     if (!answered[static_cast<size_t>(status.MPI_SOURCE)]) ++count;
     answered[static_cast<size_t>(status.MPI_SOURCE)] = true;
   }
-  std::vector<int> missing;
-  int lowest = -1;
-  for (int p = 0; p < size_; ++p) {
-    if (!answered[static_cast<size_t>(p)]) missing.push_back(p);
-    if (answered[static_cast<size_t>(p)] && lowest < 0) lowest = p;
-  }
+  Attendance roll = attendance(answered, rank_);
   std::string message = missing_ranks_message(answered, hosts, timeout);
-  if (missing.empty()) message += fmt::format(" (rank {} waited for {})", rank_, what);
-  throw MissingRankError(message, std::move(missing), lowest == rank_);
+  if (roll.missing.empty()) message += fmt::format(" (rank {} waited for {})", rank_, what);
+  throw MissingRankError(message, std::move(roll.missing), roll.speaks);
 }
 
 Comm::Presence RankPresence::presence(double seconds) {
@@ -200,12 +215,9 @@ Comm::Presence RankPresence::presence(double seconds) {
                            std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
     if (!take(guard)) return unknown;
   }
-  int lowest = -1;
-  for (int q = 0; q < size_; ++q) {
-    if (!answered[static_cast<size_t>(q)]) p.gone.push_back(q);
-    if (answered[static_cast<size_t>(q)] && lowest < 0) lowest = q;
-  }
-  p.speaks = lowest == rank_;
+  Attendance roll = attendance(answered, rank_);
+  p.gone = std::move(roll.missing);
+  p.speaks = roll.speaks;
   return p;
 }
 
@@ -237,14 +249,14 @@ Comm::Presence RankPresence::presence_by_sockets(double seconds) const {
     return p;
   }
   const std::vector<SocketPresence::Answer> answers = sockets_.ask(seconds);
-  int lowest = -1;
-  for (int q = 0; q < size_; ++q) {
-    const SocketPresence::Answer a = answers[static_cast<size_t>(q)];
-    if (a != SocketPresence::Answer::kHere) p.gone.push_back(q);
+  std::vector<bool> here;
+  for (const SocketPresence::Answer a : answers) {
+    here.push_back(a == SocketPresence::Answer::kHere);
     if (a == SocketPresence::Answer::kLeaving) p.reported = true;
-    if (a == SocketPresence::Answer::kHere && lowest < 0) lowest = q;
   }
-  p.speaks = lowest == rank_;
+  Attendance roll = attendance(here, rank_);
+  p.gone = std::move(roll.missing);
+  p.speaks = roll.speaks;
   if (!p.gone.empty() && !p.reported) p.reported = leaving_announced(kLeavingCheck);
   return p;
 }

@@ -63,13 +63,9 @@ class MpiComm final : public Comm {
         rank_ == 0 ? (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() : 0;
     broadcast(0, std::as_writable_bytes(std::span(&nonce, 1)));
     presence_->start_answering(nonce, std::move(addresses));
-    // Presence calls go over TCP when every rank reaches its neighbours that way (each answers
-    // from now on: the exchange after start_answering is the barrier).
+    // Presence calls go over TCP when every rank reaches its neighbours that way (a neighbour
+    // that has not started answering yet holds the connection in its port's backlog).
     if (size_ > 1) {
-      unsigned char started = 1;
-      std::vector<unsigned char> all_started(static_cast<size_t>(size_));
-      allgather(std::as_bytes(std::span(&started, 1)),
-                std::as_writable_bytes(std::span(all_started)));
       unsigned char reached = presence_->neighbours_answer(kReachSeconds) ? 1 : 0;
       std::vector<unsigned char> all_reached(static_cast<size_t>(size_));
       allgather(std::as_bytes(std::span(&reached, 1)),
