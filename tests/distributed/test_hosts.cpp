@@ -1,8 +1,8 @@
 // Several hosts for real, on this machine (tests/distributed/fake_hosts.h): ranks on hosts that
 // share no filesystem and talk over the network the documented settings name
 // (docs/distributed.md, "Several hosts"). Training equals one process bit for bit, only rank 0's
-// host holds the run directory, a run resumes from there, and a killed host ends the job
-// quickly. Skipped, saying why, where namespaces cannot be made.
+// host holds the run directory, a run resumes from there, a sweep ends whole there (also
+// resumed on other hosts than before), and a killed host ends the job quickly. Skipped, saying why, where namespaces cannot be made.
 
 #include <doctest/doctest.h>
 
@@ -193,4 +193,53 @@ TEST_CASE("dist: hosts: a sweep over two hosts ends with every run directory on 
                "--set", "train.steps=20", "--set", "schedule.warmup_steps=3", "--out",
                on_a.string(), "--report-only"});
   CHECK_MESSAGE(again.exit_code == 0, again.describe());
+}
+
+TEST_CASE("dist: hosts: a sweep resumed on three hosts, one of them new, ends whole on rank 0's") {
+  if (skipped()) return;
+  TempDir tmp("dist-hosts-sweep-resume");
+  FakeHosts hosts(tmp.path(), 3);
+  const auto sweep = [](const fs::path& out, int steps, bool resume) {
+    std::vector<std::string> a = {"sweep",         dist_config().string(),
+                                  "--over",        "model.heads=1,2,4",
+                                  "--seeds",       "1",
+                                  "--set",         fmt::format("train.steps={}", steps),
+                                  "--set",         "schedule.warmup_steps=3",
+                                  "--no-progress", "--out",
+                                  out.string()};
+    if (resume) a.push_back("--resume");
+    return a;
+  };
+  const auto on_hosts = [&](int ranks, std::vector<std::string> args) {
+    args.insert(args.begin(), HEADLAB_CLI);
+    return hosts.mpirun(1, across(ranks, args), mpirun_options());
+  };
+  // The same two sessions in one process: 10 steps, then resumed to 20.
+  for (const bool resume : {false, true}) {
+    const RunResult r = run_cli(sweep(tmp / "one", resume ? 20 : 10, resume));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.describe());
+  }
+  // 10 steps on hosts A and B, then resumed on A, B and C: heads-2 resumes on B from B's own
+  // copy (the same as A's), heads-4 on C from the copy A sends, and both come back to A.
+  const fs::path out = hosts.shared_path() / "two";
+  const RunResult first = on_hosts(2, sweep(out, 10, false));
+  REQUIRE_MESSAGE(first.exit_code == 0, first.describe());
+  const RunResult second = on_hosts(3, sweep(out, 20, true));
+  REQUIRE_MESSAGE(second.exit_code == 0, second.describe());
+
+  const fs::path on_a = hosts.private_dir(0) / "two";
+  for (const char* run : {"heads-1_seed-1", "heads-2_seed-1", "heads-4_seed-1"}) {
+    CAPTURE(run);
+    REQUIRE(fs::exists(on_a / run / "summary.json"));
+    CHECK(json::parse(read_bytes(on_a / run / "summary.json")).at("steps") == 20);
+    CHECK(json::parse(read_bytes(on_a / run / "run.json")).at("sessions").size() == 2);
+    CHECK(read_bytes(on_a / run / "heads.json") == read_bytes(tmp / "one" / run / "heads.json"));
+    check_same(outcome(on_a / run), outcome(tmp / "one" / run), "resumed on 3 hosts vs alone");
+  }
+  CHECK(
+      fs::exists(hosts.private_dir(2) / "two" / "heads-4_seed-1" / "checkpoints" / "step-000020"));
+  CHECK_FALSE(fs::exists(hosts.private_dir(2) / "two" / "heads-2_seed-1"));
+  const std::string log = read_bytes(on_a / "sweep.log");
+  CHECK_MESSAGE(log.find("sent 1 run directories") != std::string::npos, log);
+  CHECK_MESSAGE(log.find("brought 2 run directories") != std::string::npos, log);
 }

@@ -230,6 +230,27 @@ std::vector<SweepRun> plan_on_every_rank(const SweepSpec& spec, SweepPlan plan) 
   return runs;
 }
 
+// A distributed --resume, once rank 0 holds the sweep directory: each run's trainer (rank
+// i mod N) gets the newest copy of it (gather_runs.h) and plans the run from the copy it will
+// resume, which may be newer than rank 0's (a job killed before its gather) or come from a host
+// new to the sweep. Returns how many copies rank 0 sent.
+int resume_on_trainers(const SweepSpec& spec, std::vector<SweepRun>& runs) {
+  Comm& comm = world();
+  const size_t n = static_cast<size_t>(comm.size()), me = static_cast<size_t>(comm.rank());
+  const int sent = send_run_dirs_to_trainers(comm, runs);
+  std::string mine;
+  on_every_rank(comm, [&] {
+    for (size_t i = me; i < runs.size(); i += n) {
+      if (me != 0) runs[i].state = resume_state(spec, runs[i]);
+      mine += static_cast<char>('0' + static_cast<int>(runs[i].state));
+    }
+  });
+  const std::vector<std::string> states = allgather_strings(comm, mine);
+  for (size_t i = 0; i < runs.size(); ++i)
+    runs[i].state = static_cast<RunState>(states[i % n].at(i / n) - '0');
+  return sent;
+}
+
 // Trains this rank's share of the runs (run i on rank i mod N) and gathers every outcome on
 // rank 0, in run order, with its report data; `worst` becomes the worst exit code of all ranks.
 std::vector<SweepOutcome> train_distributed(const SweepSpec& spec,
@@ -318,7 +339,7 @@ int run_sweep(const SweepArgs& a) {
       plan == SweepPlan::fresh || (plan == SweepPlan::resume && left_unclaimed(spec.out_dir));
   const RunDirUse use = start ? RunDirUse::create : RunDirUse::write;
   on_root(comm, [&] { check_run_dir(spec.out_dir, use, DirKind::sweep); });
-  const std::vector<SweepRun> runs = plan_on_every_rank(spec, plan);
+  std::vector<SweepRun> runs = plan_on_every_rank(spec, plan);
   if (!a.report_only) warn_of_binding(spec, runs, a.jobs);
   RunDirClaim claim;
   on_root(comm, [&] {
@@ -327,6 +348,13 @@ int run_sweep(const SweepArgs& a) {
     Output::get().log_lines(fmt::format("\n{}headlab {}: {}\n", time_stamp(), HEADLAB_VERSION,
                                         shell_command(command_line())));
   });
+  if (plan == SweepPlan::resume && comm.size() > 1) {
+    const int sent = resume_on_trainers(spec, runs);
+    if (sent > 0)
+      Output::get().log_lines(fmt::format(
+          "{}sent {} run directories from {} to the ranks that resume them on their hosts\n",
+          time_stamp(), sent, spec.out_dir.string()));
+  }
   int worst = kOk;
   std::vector<SweepOutcome> outcomes;
   std::vector<SweepRunData> data;

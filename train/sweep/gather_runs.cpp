@@ -1,22 +1,21 @@
-// A distributed sweep's run directories, brought to rank 0's host (gather_runs.h).
+// A distributed sweep's run directories between hosts (gather_runs.h).
 
 #include "train/sweep/gather_runs.h"
 
-#include <sys/stat.h>
-
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "train/distributed/agree.h"
-#include "train/io/files.h"
-#include "train/io/sha256.h"
+#include "train/run/run_dir.h"
+#include "train/sweep/run_copy.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -25,177 +24,159 @@ namespace headlab {
 
 namespace {
 
-// A run directory holds a few checkpoints of a small model: far below this.
-constexpr uint64_t kMaxFile = uint64_t{4} << 30;
+// Run i's copy goes from rank `from` to rank `to`.
+struct Move {
+  size_t run = 0;
+  int from = 0, to = 0;
+};
 
-void put_u64(std::string& out, uint64_t v) {
-  out.append(reinterpret_cast<const char*>(&v), 8);
+size_t trainer_of(size_t run, const Comm& comm) {
+  return run % static_cast<size_t>(comm.size());
 }
 
-uint64_t get_u64(const std::string& in, size_t& at) {
-  if (in.size() - at < 8) fail("a sent run directory is cut short (at byte {})", at);
-  uint64_t v;
-  std::memcpy(&v, in.data() + at, 8);
-  at += 8;
-  return v;
+// "rank 1 (hostB)", or "rank 1" where the hosts are unknown.
+std::string rank_name(const Comm& comm, int r) {
+  const std::vector<std::string> hosts = comm.hosts();
+  return r < static_cast<int>(hosts.size()) && !hosts[r].empty()
+             ? fmt::format("rank {} ({})", r, hosts[r])
+             : fmt::format("rank {}", r);
 }
 
-std::string get_bytes(const std::string& in, size_t& at, uint64_t n) {
-  if (in.size() - at < n) fail("a sent run directory is cut short (at byte {})", at);
-  std::string s = in.substr(at, n);
-  at += n;
-  return s;
+// Every rank's run.json text of each run it trains, by rank: {"run index": text}.
+std::vector<json> trainers_copies(Comm& comm, const std::vector<SweepRun>& runs) {
+  json mine = json::object();
+  on_every_rank(comm, [&] {
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (trainer_of(i, comm) == static_cast<size_t>(comm.rank()))
+        mine[std::to_string(i)] = run_json_text(runs[i].dir);
+  });
+  std::vector<json> out;
+  for (const std::string& text : allgather_strings(comm, mine.dump()))
+    out.push_back(json::parse(text));
+  return out;
 }
 
-// The run.json of a run directory, hashed ("" when there is none: nothing was trained).
-std::string identity(const fs::path& dir) {
+// Before a copy replaces a directory there: it must be a run directory of headlab's, and not in
+// use (check_run_dir's one-line error otherwise).
+void check_replaceable(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_regular_file(dir / "run.json", ec)) return "";
-  return sha256_file(dir / "run.json");
+  if (fs::exists(fs::symlink_status(dir, ec))) check_run_dir(dir, RunDirUse::write);
+}
+
+// Rank 0's decision (a list of moves) on every rank.
+std::vector<Move> agree_on_moves(Comm& comm, const std::function<std::vector<Move>()>& decide) {
+  std::vector<Move> moves;
+  on_root(comm, [&] { moves = decide(); });
+  json list = json::array();
+  for (const Move& m : moves) list.push_back({m.run, m.from, m.to});
+  moves.clear();
+  for (const json& m : json::parse(broadcast_string(comm, 0, list.dump())))
+    moves.push_back({m[0].get<size_t>(), m[1].get<int>(), m[2].get<int>()});
+  return moves;
+}
+
+// Carries out `moves` in their order (the same on every rank): each sender packs all of its
+// copies first (one it cannot read fails on every rank before a byte is sent); then one message
+// pair per move (its size, then its bytes); each receiver places its copies only once all have
+// arrived, so no sender is left waiting on a receiver that failed. Returns how many this rank
+// placed.
+int carry_out(Comm& comm, const std::vector<SweepRun>& runs, const std::vector<Move>& moves) {
+  const int me = comm.rank();
+  std::vector<std::string> packed(moves.size());
+  on_every_rank(comm, [&] {
+    for (size_t k = 0; k < moves.size(); ++k)
+      if (moves[k].from == me) packed[k] = pack_tree(runs[moves[k].run].dir);
+  });
+  for (size_t k = 0; k < moves.size(); ++k) {
+    uint64_t size = packed[k].size();
+    if (moves[k].from == me) {
+      comm.send(moves[k].to, std::as_bytes(std::span(&size, 1)));
+      comm.send(moves[k].to, std::as_bytes(std::span(packed[k].data(), packed[k].size())));
+      packed[k].clear();
+    } else if (moves[k].to == me) {
+      comm.recv(moves[k].from, std::as_writable_bytes(std::span(&size, 1)));
+      packed[k].assign(size, '\0');
+      comm.recv(moves[k].from,
+                std::as_writable_bytes(std::span(packed[k].data(), packed[k].size())));
+    }
+  }
+  int placed = 0;
+  on_every_rank(comm, [&] {
+    for (size_t k = 0; k < moves.size(); ++k) {
+      if (moves[k].to != me) continue;
+      const fs::path dir = runs[moves[k].run].dir;
+      check_replaceable(dir);
+      place_tree(packed[k], dir);
+      ++placed;
+    }
+  });
+  return placed;
 }
 
 }  // namespace
 
-std::string pack_tree(const fs::path& dir) {
-  std::vector<fs::path> entries;
-  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
-       ++it)
-    entries.push_back(it->path().lexically_relative(dir));  // fs::relative would follow links
-  std::sort(entries.begin(), entries.end());                // parents before their contents
-  std::string out;
-  for (const fs::path& rel : entries) {
-    const fs::path path = dir / rel;
-    const fs::file_status st = fs::symlink_status(path);
-    char kind;
-    std::string data;
-    if (fs::is_symlink(st)) {
-      kind = 'l';
-      data = fs::read_symlink(path).string();
-    } else if (fs::is_directory(st)) {
-      kind = 'd';
-    } else if (fs::is_regular_file(st)) {
-      kind = 'f';
-      data = read_file(path, kMaxFile);
-    } else {
-      fail("cannot send '{}' to rank 0: it is not a file, a directory or a symbolic link",
-           path.string());
-    }
-    out.push_back(kind);
-    put_u64(out, rel.string().size());
-    out += rel.string();
-    put_u64(out, data.size());
-    out += data;
-  }
-  return out;
-}
-
-void unpack_tree(const std::string& packed, const fs::path& into) {
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(into, ec)))
-    fail("cannot receive a run directory into '{}': it exists", into.string());
-  make_directories(into);
-  size_t at = 0;
-  while (at < packed.size()) {
-    const char kind = packed[at++];
-    const fs::path rel = get_bytes(packed, at, get_u64(packed, at));
-    const std::string data = get_bytes(packed, at, get_u64(packed, at));
-    const bool climbs =
-        std::any_of(rel.begin(), rel.end(), [](const fs::path& p) { return p == ".."; });
-    if (rel.empty() || rel.is_absolute() || climbs)
-      fail("a sent run directory names '{}', outside the directory", rel.string());
-    const fs::path path = into / rel;
-    if (kind == 'd')
-      make_directories(path);
-    else if (kind == 'f')
-      write_file_durable(path, data);
-    else if (kind == 'l')
-      fs::create_symlink(data, path);
-    else
-      fail("a sent run directory has an entry of unknown kind {}", int(kind));
-  }
-}
-
 int gather_run_dirs(Comm& comm, const std::vector<SweepRun>& runs) {
-  const size_t n = static_cast<size_t>(comm.size()), me = static_cast<size_t>(comm.rank());
-  if (n == 1) return 0;
-  json mine = json::object();
-  on_every_rank(comm, [&] {
-    for (size_t i = me; i < runs.size(); i += n) mine[std::to_string(i)] = identity(runs[i].dir);
-  });
-  const std::vector<std::string> told = allgather_strings(comm, mine.dump());
-
-  // Rank 0 decides which runs it lacks: those it does not see, in run order.
-  std::vector<size_t> wanted;
-  on_root(comm, [&] {
-    for (size_t r = 1; r < n; ++r) {
-      const json theirs_all = json::parse(told[r]);  // items() refers to it: keep it alive
-      for (const auto& [index, id] : theirs_all.items()) {
-        const size_t i = std::stoul(index);
-        const std::string theirs = id.get<std::string>();
-        std::error_code ec;
-        if (theirs.empty()) continue;  // nothing trained there to bring
-        if (!fs::exists(fs::symlink_status(runs[i].dir, ec))) {
-          wanted.push_back(i);
-        } else if (identity(runs[i].dir) != theirs) {
+  if (comm.size() == 1) return 0;
+  const std::vector<json> told = trainers_copies(comm, runs);
+  const std::vector<Move> moves = agree_on_moves(comm, [&] {
+    std::vector<Move> wanted;  // in run order
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const int r = static_cast<int>(trainer_of(i, comm));
+      if (r == 0) continue;
+      const std::string theirs = told[r].at(std::to_string(i)).get<std::string>();
+      if (theirs.empty()) continue;  // nothing trained there to bring
+      switch (compare_copies(run_json_text(runs[i].dir), theirs)) {
+        case CopyOrder::same:  // a shared filesystem, or nothing trained since it came
+          break;
+        case CopyOrder::newer:
+          wanted.push_back({i, r, 0});
+          break;
+        case CopyOrder::older:
           fail(
-              "sweep: '{}' on rank 0's host holds another run than the one rank {} trained "
-              "there (their run.json differ); move it away, or give the sweep a shared "
+              "sweep: '{}' on rank 0's host has sessions that the copy {} trained lacks (trained "
+              "on rank 0's host meanwhile?); move one of them away",
+              runs[i].dir.string(), rank_name(comm, r));
+        case CopyOrder::unrelated:
+          fail(
+              "sweep: '{}' on rank 0's host holds another run than the one {} trained there "
+              "(neither run.json continues the other); move it away, or give the sweep a shared "
               "directory",
-              runs[i].dir.string(), r);
-        }
+              runs[i].dir.string(), rank_name(comm, r));
       }
     }
-    std::sort(wanted.begin(), wanted.end());
+    return wanted;
   });
-  json list = json::array();
-  for (size_t i : wanted) list.push_back(i);
-  wanted.clear();
-  for (const json& i : json::parse(broadcast_string(comm, 0, list.dump())))
-    wanted.push_back(i.get<size_t>());
+  return carry_out(comm, runs, moves);
+}
 
-  // Each owner packs its runs first (a directory it cannot read fails on every rank before a
-  // byte is sent); then one message pair per run (its size, then its bytes), in run order, which
-  // is the order each owner sends its own; rank 0 writes them only once all have arrived, so no
-  // sender is left waiting on a rank 0 that failed.
-  std::vector<std::string> packed(wanted.size());
-  on_every_rank(comm, [&] {
-    for (size_t k = 0; k < wanted.size(); ++k)
-      if (wanted[k] % n == me) packed[k] = pack_tree(runs[wanted[k]].dir);
-  });
-  for (size_t k = 0; k < wanted.size(); ++k) {
-    const int owner = static_cast<int>(wanted[k] % n);
-    uint64_t size = packed[k].size();
-    if (comm.rank() == owner) {
-      comm.send(0, std::as_bytes(std::span(&size, 1)));
-      comm.send(0, std::as_bytes(std::span(packed[k].data(), packed[k].size())));
-      packed[k].clear();
-    } else if (comm.is_root()) {
-      comm.recv(owner, std::as_writable_bytes(std::span(&size, 1)));
-      packed[k].assign(size, '\0');
-      comm.recv(owner, std::as_writable_bytes(std::span(packed[k].data(), packed[k].size())));
-    }
-  }
-  int received = 0;
-  on_root(comm, [&] {
-    for (size_t k = 0; k < wanted.size(); ++k) {
-      const fs::path dir = runs[wanted[k]].dir;
-      const fs::path incoming =
-          dir.parent_path() / fmt::format(".{}.incoming", dir.filename().string());
-      // A stale `incoming` is not this call's: unpack_tree refuses it, and it is left alone.
-      std::error_code ec;
-      const bool stale = fs::exists(fs::symlink_status(incoming, ec));
-      try {
-        unpack_tree(packed[k], incoming);
-        rename_path(incoming, dir);
-      } catch (...) {
-        if (!stale) remove_tree(incoming);  // what this call wrote, and only that
-        throw;
+int send_run_dirs_to_trainers(Comm& comm, const std::vector<SweepRun>& runs) {
+  if (comm.size() == 1) return 0;
+  const std::vector<json> told = trainers_copies(comm, runs);
+  const std::vector<Move> moves = agree_on_moves(comm, [&] {
+    std::vector<Move> sent;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const int r = static_cast<int>(trainer_of(i, comm));
+      if (r == 0) continue;
+      const std::string theirs = told[r].at(std::to_string(i)).get<std::string>();
+      switch (compare_copies(theirs, run_json_text(runs[i].dir))) {
+        case CopyOrder::same:
+        case CopyOrder::older:  // the trainer's own copy is the newer: it resumes that
+          break;
+        case CopyOrder::newer:
+          sent.push_back({i, 0, r});
+          break;
+        case CopyOrder::unrelated:
+          fail(
+              "sweep: --resume: the copies of '{}' on rank 0's host and on {}'s went their own "
+              "ways (neither run.json continues the other); keep the one to continue and move "
+              "the other away",
+              runs[i].dir.string(), rank_name(comm, r));
       }
-      fsync_directory(dir.parent_path());
-      ++received;
     }
+    return sent;
   });
-  return received;
+  carry_out(comm, runs, moves);
+  return comm.is_root() ? static_cast<int>(moves.size()) : 0;
 }
 
 }  // namespace headlab

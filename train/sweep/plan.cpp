@@ -153,7 +153,7 @@ bool last_session_failed(const fs::path& dir) {
 }
 
 // What --resume does with run `r`, whose planned config is `planned`.
-RunState resume_state(const SweepSpec& spec, const SweepRun& r, const Config& planned) {
+RunState state_from_dir(const SweepSpec& spec, const SweepRun& r, const Config& planned) {
   if (!fs::exists(fs::symlink_status(r.dir))) return RunState::fresh;
   check_run_dir(r.dir, RunDirUse::write);  // headlab's run, or a clear error
   const fs::path config_file = r.dir / "config.resolved.toml";
@@ -174,6 +174,11 @@ RunState resume_state(const SweepSpec& spec, const SweepRun& r, const Config& pl
 }
 
 }  // namespace
+
+RunState resume_state(const SweepSpec& spec, const SweepRun& run) {
+  return state_from_dir(spec, run,
+                        load_config(spec.config, run.overrides, run.origins, spec.load_plugin));
+}
 
 std::string plain_value(const std::string& text) {
   const std::string t = trim(text);
@@ -243,7 +248,7 @@ std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan) {
       fail("{} and {} are the same run (a value given twice?): remove one of them",
            values_text(runs[it->second]), values_text(run));
     if (plan == SweepPlan::fresh) check_run_dir(run.dir, RunDirUse::create);
-    if (plan == SweepPlan::resume) run.state = resume_state(spec, run, c);
+    if (plan == SweepPlan::resume) run.state = state_from_dir(spec, run, c);
   }
   return runs;
 }

@@ -98,6 +98,9 @@ enum class SweepPlan {
 // throws for no --over, seeds outside [1, kMaxSeeds], more than kMaxRuns runs, a key given
 // twice, a value that gives the same run twice, and (fresh) a run directory that exists.
 std::vector<SweepRun> plan_sweep(const SweepSpec& spec, SweepPlan plan = SweepPlan::fresh);
+// What --resume does with `run`, from its directory on this host (SweepPlan::resume's check of
+// one run; a distributed sweep's trainers plan their own runs with it).
+RunState resume_state(const SweepSpec& spec, const SweepRun& run);
 // A value as a value: TOML quotes taken off strings ("'a,b'" -> a,b), arrays as a,b,c.
 std::string plain_value(const std::string& text);
 
