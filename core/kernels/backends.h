@@ -7,9 +7,9 @@
 //                           fused kernels and attention (fast.h)
 //       BlasKernels         blas.cpp: OpenBLAS products, the reference loops for the plain ops
 //       OneDnnKernels       onednn.cpp, onednn_fused.cpp: oneDNN primitives (onednn_cache.h);
-//                           its products run headlab's own GEMM where the CPU has AVX-512,
-//                           oneDNN's bf16 matmul at Precision::bf16 (onednn_bf16.cpp)
-//   simd/                   the AVX-512 building blocks: the GEMM (gemm.h), the attention's
+//                           its products run headlab's own GEMM where the CPU has AVX-512
+//                           (in bf16 at Precision::bf16)
+//   simd/                   the AVX-512 building blocks: the fp32 and bf16 GEMMs (gemm.h), the attention's
 //                           small products, score-row softmax and register blocks, avx512.h
 //
 // The GEMM observer is notified in two places only, ReferenceKernels and FastKernels (whose
@@ -42,11 +42,6 @@ inline void observe_attention(const AttentionDesc& d, bool backward) {
 void reference_gemm(const GemmDesc& d, const float* a, const float* b, float* c);
 // c [m, n] (rows ldc apart) += bias per column (null: none), then max(0, .) when relu.
 void reference_bias_act(float* c, int64_t m, int64_t n, int64_t ldc, const float* bias, bool relu);
-
-// The onednn flavour's product at Precision::bf16 (onednn_bf16.cpp): gemm's contract, or with
-// bias or relu gemm_bias_act's (then d.batch 1, alpha 1, beta 0). Needs bf16_supported().
-void bf16_matmul(const GemmDesc& d, const float* a, const float* b, const float* bias, bool relu,
-                 float* c);
 
 }  // namespace detail
 

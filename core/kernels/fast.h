@@ -20,8 +20,9 @@
 #include "core/rng.h"
 
 // The build attribute and inlining for the two builds of each kernel body.
-#if defined(__clang__)  // the fuzz build: clang's target attribute has no prefer-vector-width, \
-                        // and takes no [[...]] attribute after __attribute__
+// The fuzz build's clang: its target attribute has no prefer-vector-width, and it takes no [[...]]
+// attribute after __attribute__.
+#if defined(__clang__)
 #define HEADLAB_AVX512_TARGET __attribute__((target("arch=x86-64-v4")))
 #define HEADLAB_INLINE __attribute__((always_inline)) inline
 #else

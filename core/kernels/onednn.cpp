@@ -4,8 +4,8 @@
 // layer normalization (fast_layer_norm.cpp) by headlab's vectorized loops instead; matrix
 // products by headlab's own GEMM where the CPU has AVX-512 (gemm.h: faster than oneDNN's
 // matmul at these shapes, allocation-free, and beta = 1 adds exactly the beta = 0 result),
-// oneDNN's matmul primitive elsewhere; at Precision::bf16, single products by oneDNN's bf16
-// matmul (onednn_bf16.cpp).
+// oneDNN's matmul primitive elsewhere; at Precision::bf16, single products by headlab's bf16
+// GEMM (simd/gemm.h).
 
 #include <algorithm>
 #include <array>
@@ -148,9 +148,9 @@ size_t onednn_cached_primitives() {
 
 void OneDnnKernels::matmul(const GemmDesc& desc, const float* a, const float* b, float* c) const {
   // Batched products (the composed attention's per-head ones, tens of values a side) stay fp32:
-  // oneDNN's bf16 matmul runs them several times slower than headlab's GEMM (bench --kernels).
+  // there, rounding and pairing the operands costs as much as the products.
   if (current_precision() == Precision::bf16 && desc.batch == 1)
-    return detail::bf16_matmul(desc, a, b, nullptr, false, c);
+    return fast::gemm_bf16(desc, a, b, c);
   if (fast::own_gemm_available()) return fast::gemm(desc, a, b, c);
   GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;

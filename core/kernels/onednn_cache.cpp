@@ -41,7 +41,7 @@ const dnnl::engine& engine() {
 
 int threads_for(const Key& key) {
   // dims: m, n, k, ..., batch (0 for one item)
-  if (key.op == Op::matmul || key.op == Op::matmul_bf16) {
+  if (key.op == Op::matmul) {
     constexpr double kMinFlopsPerThread = 2e6;  // as headlab's GEMM (simd/gemm.cpp)
     const double flops = 2.0 * static_cast<double>(key.dims[0] * key.dims[1]) *
                          static_cast<double>(key.dims[2] * std::max<int64_t>(1, key.dims[6]));

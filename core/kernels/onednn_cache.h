@@ -37,7 +37,6 @@ enum class Op : uint32_t {
   layer_norm_bwd,
   eltwise_fwd,
   eltwise_bwd,
-  matmul_bf16,  // onednn_bf16.cpp
 };
 
 struct Key {

@@ -25,7 +25,7 @@ memory::desc operand_desc(int64_t rows, int64_t cols, bool transposed, int64_t l
 
 void OneDnnKernels::matmul_bias_act(const GemmDesc& desc, const float* a, const float* b,
                                     const float* bias, bool relu, float* c) const {
-  if (current_precision() == Precision::bf16) return detail::bf16_matmul(desc, a, b, bias, relu, c);
+  if (current_precision() == Precision::bf16) return fast::gemm_bf16(desc, a, b, c, bias, relu);
   if (fast::own_gemm_available()) return fast::gemm(desc, a, b, c, bias, relu);
   const GemmDesc d = desc.resolved();
   if (d.m == 0 || d.n == 0) return;

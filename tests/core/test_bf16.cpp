@@ -1,7 +1,8 @@
 // The bf16 products (Precision::bf16, runtime.precision = "bf16"): within the bound bf16's
 // rounding of the operands allows of the fp32 product, exactly the fp32-accumulated product of
-// the rounded operands up to fp32 rounding, the same bits on every call at a thread count, and
-// refused on a CPU without AVX512_BF16. Skipped (with a message) on such a CPU, but the refusal.
+// the rounded operands up to fp32 rounding, the same bits on every call and at every thread
+// count, beta = 1 adding exactly the beta = 0 result, and refused on a CPU without AVX512_BF16.
+// Skipped (with a message) on such a CPU, but the refusal.
 
 #include <doctest/doctest.h>
 
@@ -12,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/kernels/kernels.h"
+#include "core/kernels/simd/gemm.h"
 #include "core/rng.h"
 #include "core/threads.h"
 
@@ -19,7 +21,7 @@ using namespace headlab;
 
 namespace {
 
-// bf16 round to nearest even, as the kernels round (subnormals kept, no NaN here).
+// bf16 round to nearest even, as the kernels round (no NaN or subnormal here).
 float to_bf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
@@ -48,6 +50,8 @@ struct Case {
   bool bias = false, relu = false;
 };
 
+// Tails in every dimension (the register block is 12 x 32, k runs in pairs), both transposes, an
+// A too long for one L2 block of rows, and a batch.
 std::vector<Case> cases() {
   return {
       {"plain 64x96x200", {.m = 64, .n = 96, .k = 200}},
@@ -55,7 +59,26 @@ std::vector<Case> cases() {
       {"dW = X^T dY + C", {.trans_a = true, .m = 40, .n = 33, .k = 517, .beta = 1.0f}},
       {"alpha, odd k", {.trans_b = true, .m = 17, .n = 17, .k = 9, .alpha = 0.25f}},
       {"linear with bias and ReLU", {.trans_b = true, .m = 50, .n = 64, .k = 96}, true, true},
+      {"both transposed", {.trans_a = true, .trans_b = true, .m = 13, .n = 45, .k = 77}},
+      {"1 x 1 x 1", {.m = 1, .n = 1, .k = 1}},
+      {"long k: three L2 blocks of A", {.m = 130, .n = 70, .k = 3001}},
+      {"a batch", {.trans_b = true, .m = 25, .n = 40, .k = 33, .alpha = 0.5f, .batch = 3}},
   };
+}
+
+// C of case c in bf16. Single products through the backend, as the layers run them; the batched
+// one through the bf16 GEMM itself, whose contract has batches, since the backend keeps batched
+// products fp32 (checked below).
+void product(const Case& c, const float* a, const float* b, const float* bias, float* out) {
+  if (c.d.batch > 1) return fast::gemm_bf16(c.d, a, b, out);
+  if (c.bias || c.relu)
+    return kernels_for(Backend::onednn)
+        .gemm_bias_act(c.d, a, b, c.bias ? bias : nullptr, c.relu, out);
+  kernels_for(Backend::onednn).gemm(c.d, a, b, out);
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
 // op(X)(i, p) of a stored operand.
@@ -90,12 +113,7 @@ TEST_CASE("core: bf16 products are within the bf16 rounding bound of fp32") {
     const std::vector<float> a = random_values(na, 1), b = random_values(nb, 2),
                              bias = random_values(d.n, 3), c0 = random_values(nc, 4);
     std::vector<float> out = c0;
-    if (c.bias || c.relu)
-      kernels_for(Backend::onednn)
-          .gemm_bias_act(c.d, a.data(), b.data(), c.bias ? bias.data() : nullptr, c.relu,
-                         out.data());
-    else
-      kernels_for(Backend::onednn).gemm(c.d, a.data(), b.data(), out.data());
+    product(c, a.data(), b.data(), bias.data(), out.data());
     double worst_vs_exact = 0.0, worst_vs_rounded = 0.0, beyond_fp32 = 0.0;
     for (int64_t bi = 0; bi < d.batch; ++bi)
       for (int64_t i = 0; i < d.m; ++i)
@@ -132,7 +150,7 @@ TEST_CASE("core: bf16 products are within the bf16 rounding bound of fp32") {
     CHECK(worst_vs_rounded <= 1.0);
     CHECK(beyond_fp32 > 1.0);  // not an fp32 product
   }
-  // Batched products stay fp32 (onednn.cpp): the same bits as at Precision::fp32.
+  // The backend's batched products stay fp32 (onednn.cpp): the same bits as at Precision::fp32.
   const GemmDesc batched{.trans_b = true, .m = 16, .n = 16, .k = 16, .alpha = 0.5f, .batch = 8};
   const std::vector<float> a = random_values(8 * 256, 8), b = random_values(8 * 256, 9);
   std::vector<float> in_bf16(8 * 256), in_fp32(8 * 256);
@@ -143,29 +161,79 @@ TEST_CASE("core: bf16 products are within the bf16 rounding bound of fp32") {
   CHECK(in_bf16 == in_fp32);
 }
 
-TEST_CASE("core: bf16 products give the same bits on every call at a thread count") {
+TEST_CASE("core: bf16 products give the same bits on 1 and 2 threads, and on every call") {
+  // Each C element's k terms are summed in one accumulator in a fixed order, and threads take
+  // whole blocks of rows (simd/gemm_bf16.cpp).
   if (!bf16_supported()) {
     MESSAGE("skipped: this CPU has no AVX512_BF16");
     return;
   }
   const Bf16Scope bf16;
   const int saved = num_threads();
-  for (int threads : {1, 2}) {
-    CAPTURE(threads);
-    set_num_threads(threads);
-    for (const Case& c : cases()) {
-      CAPTURE(c.name);
-      const GemmDesc d = c.d.resolved();
-      const std::vector<float> a = random_values(d.batch * d.stride_a, 5),
-                               b = random_values(d.batch * d.stride_b, 6),
-                               c0 = random_values(d.batch * d.stride_c, 7);
-      std::vector<float> first = c0, second = c0;
-      kernels_for(Backend::onednn).gemm(c.d, a.data(), b.data(), first.data());
-      kernels_for(Backend::onednn).gemm(c.d, a.data(), b.data(), second.data());
-      CHECK(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
-    }
+  for (Case c : cases()) {
+    CAPTURE(c.name);
+    c.d.m *= 4;  // enough work for two threads
+    const GemmDesc d = c.d.resolved();
+    const std::vector<float> a = random_values(d.batch * d.stride_a, 5),
+                             b = random_values(d.batch * d.stride_b, 6),
+                             c0 = random_values(d.batch * d.stride_c, 7),
+                             bias = random_values(d.n, 8);
+    std::vector<float> one = c0, two = c0, again = c0;
+    set_num_threads(1);
+    product(c, a.data(), b.data(), bias.data(), one.data());
+    set_num_threads(2);
+    product(c, a.data(), b.data(), bias.data(), two.data());
+    product(c, a.data(), b.data(), bias.data(), again.data());
+    CHECK(same_bits(one, two));
+    CHECK(same_bits(two, again));
   }
   set_num_threads(saved);
+}
+
+TEST_CASE("core: a bf16 product with beta 1 adds exactly the beta 0 result to C") {
+  // What gradient accumulation over micro-batches rests on, as in fp32.
+  if (!bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX512_BF16");
+    return;
+  }
+  const Bf16Scope bf16;
+  for (Case c : cases()) {
+    if (c.bias || c.relu) continue;  // they come with beta 0 only
+    CAPTURE(c.name);
+    const GemmDesc d = c.d.resolved();
+    const std::vector<float> a = random_values(d.batch * d.stride_a, 11),
+                             b = random_values(d.batch * d.stride_b, 12),
+                             c0 = random_values(d.batch * d.stride_c, 13);
+    c.d.beta = 0.0f;
+    std::vector<float> alone(c0.size(), 7.0f), added = c0;
+    product(c, a.data(), b.data(), nullptr, alone.data());
+    c.d.beta = 1.0f;
+    product(c, a.data(), b.data(), nullptr, added.data());
+    std::vector<float> want(c0.size());
+    for (size_t i = 0; i < want.size(); ++i) want[i] = c0[i] + alone[i];
+    CHECK(same_bits(added, want));
+  }
+}
+
+TEST_CASE("core: a NaN operand gives NaN in the bf16 product, and only where it enters") {
+  if (!bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX512_BF16");
+    return;
+  }
+  const Bf16Scope bf16;
+  for (bool trans_a : {false, true}) {
+    CAPTURE(trans_a);
+    const GemmDesc d = GemmDesc{.trans_a = trans_a, .m = 20, .n = 40, .k = 31}.resolved();
+    std::vector<float> a = random_values(d.m * d.k, 14), b = random_values(d.k * d.n, 15);
+    a[trans_a ? 5 * d.lda + 3 : 3 * d.lda + 5] = std::nanf("");  // op(A)(3, 5)
+    std::vector<float> out(d.m * d.n);
+    kernels_for(Backend::onednn).gemm(d, a.data(), b.data(), out.data());
+    for (int64_t i = 0; i < d.m; ++i)
+      for (int64_t j = 0; j < d.n; ++j) {
+        CAPTURE(i);
+        CHECK(std::isnan(out[i * d.n + j]) == (i == 3));
+      }
+  }
 }
 
 TEST_CASE("core: precision bf16 is refused on a CPU without AVX512_BF16, and fp32 is the default") {

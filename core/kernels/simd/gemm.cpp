@@ -25,13 +25,13 @@
 #include "core/error.h"
 #include "core/kernels/backends.h"
 #include "core/kernels/simd/avx512.h"
+#include "core/kernels/simd/gemm_common.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 
 namespace headlab::fast {
 namespace {
 
-constexpr int kNr = 32;                   // columns of a register block: two vectors
 constexpr int64_t kL2Floats = 96 * 1024;  // an A block's budget: 384 KB of L2
 constexpr int64_t kMaxKBlock = 512;
 constexpr double kMaxStream = 8.0 * 1024 * 1024;  // floats: 32 MB
@@ -90,23 +90,6 @@ HEADLAB_AVX512_TARGET void pack_a_rows(const GemmDesc& d, const float* a, int64_
 
 // ---- the register block
 
-struct Epilogue {
-  float alpha = 1.0f, beta = 0.0f;
-  const float* bias = nullptr;  // at the block's first column
-  bool relu = false;
-};
-
-// One vector of the C block: alpha acc (rounded once), + beta C, + bias, then ReLU.
-template <bool kBeta, bool kBias, bool kRelu>
-HEADLAB_AVX512_TARGET HEADLAB_INLINE __m512 finish(__m512 acc, __m512 alpha, __m512 beta,
-                                                   __m512 bias, const float* c, __mmask16 m) {
-  __m512 x = _mm512_mul_ps(acc, alpha);
-  if constexpr (kBeta) x = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m, c), x);
-  if constexpr (kBias) x = _mm512_add_ps(x, bias);
-  if constexpr (kRelu) x = _mm512_max_ps(x, _mm512_setzero_ps());
-  return x;
-}
-
 // C block [rows <= R][cols <= 32] (rows ldc apart) from bp [k][32] and A's element (r, p) at
 // a[r * step + p] (kRows: A's rows in place) or a[p * step + r] (a panel, or a transposed A in
 // place). next_c: the block computed after this one, whose C lines are requested meanwhile (C is
@@ -151,21 +134,7 @@ HEADLAB_AVX512_TARGET void block(const float* a, int64_t step, const float* bp, 
       return;
     }
   }
-  const __m512 al = _mm512_set1_ps(e.alpha), be = _mm512_set1_ps(e.beta);
-  __m512 bias[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  if constexpr (kBias)
-    for (int v = 0; v < 2; ++v) bias[v] = _mm512_maskz_loadu_ps(m[v], e.bias + 16 * v);
-  const bool whole = rows == R && cols == kNr;  // plain stores
-  for (int r = 0; r < R; ++r)
-    if (r < rows)
-      for (int v = 0; v < 2; ++v) {
-        float* cp = c + r * ldc + 16 * v;
-        const __m512 x = finish<kBeta, kBias, kRelu>(acc[r][v], al, be, bias[v], cp, m[v]);
-        if (whole)
-          _mm512_storeu_ps(cp, x);
-        else
-          _mm512_mask_storeu_ps(cp, m[v], x);
-      }
+  store_block<R, kBeta, kBias, kRelu>(acc, c, ldc, rows, cols, e);
 }
 
 using BlockFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t,
@@ -254,22 +223,6 @@ HEADLAB_AVX512_TARGET void rows_of_product(const GemmDesc& d, const Plan& plan, 
       }
     }
   }
-}
-
-// C = beta C (k == 0: no product to add).
-void scale_only(const GemmDesc& d, float* c) {
-  for (int64_t bi = 0; bi < d.batch; ++bi)
-    for (int64_t i = 0; i < d.m; ++i) {
-      float* row = c + bi * d.stride_c + i * d.ldc;
-      for (int64_t j = 0; j < d.n; ++j) row[j] = d.beta == 0.0f ? 0.0f : d.beta * row[j];
-    }
-}
-
-// Threads for a product of `flops`: a parallel region costs microseconds.
-int gemm_threads(double flops) {
-  constexpr double kMinFlopsPerThread = 2e6;
-  const int nt = kernel_threads();
-  return std::max(1, std::min(nt, static_cast<int>(flops / kMinFlopsPerThread)));
 }
 
 HEADLAB_AVX512_TARGET void gemm_avx512(const GemmDesc& d, const float* a, const float* b, float* c,

@@ -25,4 +25,12 @@ bool own_gemm_available();
 void gemm(const GemmDesc& d, const float* a, const float* b, float* c, const float* bias = nullptr,
           bool relu = false);
 
+// The product of d in bf16 (Precision::bf16; gemm_bf16.cpp): both operands rounded to bf16
+// (round to nearest even) and multiplied on the AVX512_BF16 dot-product instruction with fp32
+// accumulation, then alpha, beta, bias and ReLU in fp32 as gemm(). The sum over k of each C
+// element is one accumulator in a fixed order, so, as gemm(), the bits do not depend on the thread
+// count and beta = 1 adds exactly the beta = 0 result. Needs bf16_supported().
+void gemm_bf16(const GemmDesc& d, const float* a, const float* b, float* c,
+               const float* bias = nullptr, bool relu = false);
+
 }  // namespace headlab::fast
