@@ -48,21 +48,29 @@ Var linear(const Var& x, const Var& weight, const Var& bias, bool relu) {
 
   record(kOp, out,
          [x, weight, bias, y = relu ? out.value() : Tensor(), rows, in, out_f](const Tensor& g) {
-           const bool want_b = grad::wanted(bias);
-           Tensor dz = g, db;
-           if (want_b) db = Tensor::empty({out_f});
-           if (y.defined()) {  // ReLU: dz = g * (y > 0), a pooled temporary
-             dz = Tensor::empty(g.shape());
-             kernels().bias_act_backward(g.data(), y.data(), dz.data(),
-                                         want_b ? db.data() : nullptr, rows, out_f);
-           } else if (want_b) {
-             kernels().bias_act_backward(g.data(), nullptr, nullptr, db.data(), rows, out_f);
+           Tensor db = grad::wanted(bias) ? Tensor::empty({out_f}) : Tensor();
+           const grad::Target dx = grad::wanted(x) ? grad::target(x) : grad::Target{};
+           // The same Var as input and weight would get both products in one gradient: dW then
+           // goes to a temporary that is added after (grad::add decides write or add then).
+           Tensor dw_alone;
+           grad::Target dw;
+           if (grad::wanted(weight)) {
+             if (x.node() == weight.node()) {
+               dw_alone = Tensor::empty(weight.shape());
+               dw = {dw_alone.data(), false};
+             } else {
+               dw = grad::target(weight);
+             }
            }
+           kernels().linear_backward(g.data(), y.defined() ? y.data() : nullptr, x.value().data(),
+                                     weight.value().data(), rows, in, out_f,
+                                     {.dx = dx.data,
+                                      .accumulate_dx = dx.accumulate,
+                                      .dw = dw.data,
+                                      .accumulate_dw = dw.accumulate,
+                                      .db = detail::data_or_null(db)});
+           if (dw_alone.defined()) grad::add(weight, dw_alone);
            grad::add(bias, db);
-           // dx [rows, in] = dz [rows, out] W [out, in];  dW [out, in] = dz^T x
-           grad::add_gemm(x, {.m = rows, .n = in, .k = out_f}, dz.data(), weight.value().data());
-           grad::add_gemm(weight, {.trans_a = true, .m = out_f, .n = in, .k = rows}, dz.data(),
-                          x.value().data());
          });
   return out;
 }

@@ -160,6 +160,11 @@ class OneDnnKernels final : public FastKernels {
   void relu_backward(const float* x, const float* dy, float* dx, int64_t n) const override;
   void gelu_forward(const float* x, float* y, int64_t n) const override;
   void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) const override;
+  // At Precision::bf16, the ReLU mask and the bias gradient happen while the bf16 products pack
+  // g (simd/gemm.h, Bf16A): no dz is written, and db comes from dW's packing of g. fp32: the
+  // default composition.
+  void linear_backward(const float* g, const float* y, const float* x, const float* w, int64_t rows,
+                       int64_t in, int64_t out, const LinearGrads& grads) const override;
 
  protected:
   // One matmul primitive per shape; with bias and ReLU fused into it (no pass over C).

@@ -122,6 +122,28 @@ class Kernels {
   // With y null, dz is not written and db sums dy. db may be null (no bias).
   virtual void bias_act_backward(const float* dy, const float* y, float* dz, float* db,
                                  int64_t rows, int64_t cols) const = 0;
+  // The backward of the linear layer y = act(x W^T + b) (gemm_bias_act's; x [rows, in], W [out,
+  // in]) from g = dL/dy [rows, out] and, when act was ReLU, y itself (null: no ReLU). With
+  // dz = g * (y > 0) (g without ReLU):
+  //   db[j] = sum_r dz[r, j]  [out]        (grads.db, written; null: not wanted)
+  //   dx = dz W               [rows, in]   (grads.dx, added when accumulate_dx, else written)
+  //   dW = dz^T x             [out, in]    (grads.dw likewise; a null target: not wanted)
+  // The default composes bias_act_backward (into a pooled dz after a ReLU) and two gemm calls;
+  // a backend may fuse the mask and the bias gradient into its products (the onednn backend's
+  // bf16 products do: no dz is written). Either way the GEMM observer sees both products.
+  struct LinearGrads {
+    float* dx = nullptr;
+    bool accumulate_dx = false;
+    float* dw = nullptr;
+    bool accumulate_dw = false;
+    float* db = nullptr;
+  };
+  virtual void linear_backward(const float* g, const float* y, const float* x, const float* w,
+                               int64_t rows, int64_t in, int64_t out,
+                               const LinearGrads& grads) const;
+  // The two products of linear_backward, for observers and benchmarks.
+  static GemmDesc linear_dx_desc(int64_t rows, int64_t in, int64_t out, bool accumulate);
+  static GemmDesc linear_dw_desc(int64_t rows, int64_t in, int64_t out, bool accumulate);
   // y = LayerNorm(x + r) per row of [rows, cols]: xhat = (s - mean(s)) * rstd with s = x + r and
   // rstd = 1 / sqrt(var(s) + eps) (biased variance), y = xhat * gamma + beta (gamma, beta [cols]
   // or null). Writes y, xhat [rows, cols] and rstd [rows] (what the backward needs).

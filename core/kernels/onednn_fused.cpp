@@ -23,6 +23,23 @@ memory::desc operand_desc(int64_t rows, int64_t cols, bool transposed, int64_t l
 
 }  // namespace
 
+void OneDnnKernels::linear_backward(const float* g, const float* y, const float* x, const float* w,
+                                    int64_t rows, int64_t in, int64_t out,
+                                    const LinearGrads& grads) const {
+  if (current_precision() != Precision::bf16 || (grads.db && !grads.dw))
+    return Kernels::linear_backward(g, y, x, w, rows, in, out, grads);
+  if (grads.dx) {  // dx = (g * mask) W: g rounded and masked as rows of pairs
+    const GemmDesc d = linear_dx_desc(rows, in, out, grads.accumulate_dx);
+    detail::observe_gemm(d);
+    fast::gemm_bf16(d, g, w, grads.dx, nullptr, false, {.mask = y});
+  }
+  if (grads.dw) {  // dW = (g * mask)^T x, and db the sums of its A's rows, g's columns
+    const GemmDesc d = linear_dw_desc(rows, in, out, grads.accumulate_dw);
+    detail::observe_gemm(d);
+    fast::gemm_bf16(d, g, x, grads.dw, nullptr, false, {.mask = y, .row_sums = grads.db});
+  }
+}
+
 void OneDnnKernels::matmul_bias_act(const GemmDesc& desc, const float* a, const float* b,
                                     const float* bias, bool relu, float* c) const {
   if (current_precision() == Precision::bf16) return fast::gemm_bf16(desc, a, b, c, bias, relu);

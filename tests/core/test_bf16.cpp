@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -249,4 +250,57 @@ TEST_CASE("core: precision bf16 is refused on a CPU without AVX512_BF16, and fp3
   }
   set_precision(Precision::fp32);
   CHECK(current_precision() == Precision::fp32);
+}
+
+TEST_CASE("core: the bf16 linear backward masks and sums g while packing it, as the composed ops") {
+  // Kernels::linear_backward at bf16 (onednn backend) fuses the ReLU mask and the bias gradient
+  // into the products' packing of g; the default composes bias_act_backward and two gemm calls.
+  // The products see the same masked values, so dx and dW have the same bits; db is summed in
+  // another order (each column in row order, against blocks of rows), so within fp32 rounding.
+  if (!bf16_supported()) {
+    MESSAGE("skipped: this CPU has no AVX512_BF16");
+    return;
+  }
+  const Bf16Scope bf16;
+  const Kernels& k = kernels_for(Backend::onednn);
+  // The second shape has dW's rows (out) in several L2 blocks (k = rows is long).
+  for (auto [rows, in, out] : {std::tuple<int64_t, int64_t, int64_t>{70, 45, 38}, {3000, 40, 150}})
+    for (bool relu : {false, true})
+      for (bool accumulate : {false, true}) {
+        CAPTURE(rows);
+        CAPTURE(relu);
+        CAPTURE(accumulate);
+        const std::vector<float> g = random_values(rows * out, 21),
+                                 y = random_values(rows * out, 22),
+                                 x = random_values(rows * in, 23), w = random_values(out * in, 24),
+                                 dx0 = random_values(rows * in, 25),
+                                 dw0 = random_values(out * in, 26);
+        std::vector<float> dx[2] = {dx0, dx0}, dw[2] = {dw0, dw0}, db[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          db[fused].assign(out, 7.0f);
+          const Kernels::LinearGrads grads{.dx = dx[fused].data(),
+                                           .accumulate_dx = accumulate,
+                                           .dw = dw[fused].data(),
+                                           .accumulate_dw = accumulate,
+                                           .db = db[fused].data()};
+          const float* yp = relu ? y.data() : nullptr;
+          if (fused)
+            k.linear_backward(g.data(), yp, x.data(), w.data(), rows, in, out, grads);
+          else
+            k.Kernels::linear_backward(g.data(), yp, x.data(), w.data(), rows, in, out, grads);
+        }
+        CHECK(same_bits(dx[0], dx[1]));
+        CHECK(same_bits(dw[0], dw[1]));
+        for (int64_t j = 0; j < out; ++j) {
+          double abs_sum = 0.0, exact = 0.0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const float v = !relu || y[r * out + j] > 0.0f ? g[r * out + j] : 0.0f;
+            abs_sum += std::fabs(v);
+            exact += v;
+          }
+          CAPTURE(j);
+          CHECK(std::fabs(db[1][j] - exact) <= rows * std::ldexp(1.0, -24) * abs_sum);
+          CHECK(std::fabs(db[0][j] - db[1][j]) <= 2 * rows * std::ldexp(1.0, -24) * abs_sum);
+        }
+      }
 }

@@ -25,12 +25,22 @@ bool own_gemm_available();
 void gemm(const GemmDesc& d, const float* a, const float* b, float* c, const float* bias = nullptr,
           bool relu = false);
 
+// What the bf16 product may do to its A operand as it packs it (the linear layer's backward,
+// Kernels::linear_backward, with its ReLU mask and bias gradient): with mask (A's layout, lda
+// apart; null: none), A's values are taken where the mask is positive and 0 elsewhere; with
+// row_sums (null: none; d.trans_a and batch 1 only), row_sums[r] = sum over k of op(A)(r, .) as
+// masked, in fp32 and in order (before rounding; written, not added).
+struct Bf16A {
+  const float* mask = nullptr;
+  float* row_sums = nullptr;
+};
+
 // The product of d in bf16 (Precision::bf16; gemm_bf16.cpp): both operands rounded to bf16
 // (round to nearest even) and multiplied on the AVX512_BF16 dot-product instruction with fp32
 // accumulation, then alpha, beta, bias and ReLU in fp32 as gemm(). The sum over k of each C
 // element is one accumulator in a fixed order, so, as gemm(), the bits do not depend on the thread
 // count and beta = 1 adds exactly the beta = 0 result. Needs bf16_supported().
 void gemm_bf16(const GemmDesc& d, const float* a, const float* b, float* c,
-               const float* bias = nullptr, bool relu = false);
+               const float* bias = nullptr, bool relu = false, const Bf16A& a_options = {});
 
 }  // namespace headlab::fast

@@ -67,13 +67,25 @@ HEADLAB_BF16_TARGET HEADLAB_INLINE __m512i pair_lanes(__m512 lo, __m512 hi) {
 // ---- packing: pairs of an operand X [count, k] (element (i, p)); the pair past an odd k is
 // zero in its high half.
 
+// The values of a stored row segment: src's, or with a mask (Bf16A::mask, the same layout) those
+// where the mask is positive and zero elsewhere (a ReLU's backward).
+HEADLAB_BF16_TARGET HEADLAB_INLINE __m512 masked_load(__mmask16 in, const float* src,
+                                                      const float* mask) {
+  if (mask)
+    in &= _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(in, mask), _mm512_setzero_ps(), _CMP_GT_OQ);
+  return _mm512_maskz_loadu_ps(in, src);
+}
+
 // Pairs q of X(i, p) = src[p * ld + i] (a transposed A, a plain B) for i in [0, count), written
 // as panels [k2][width] from dst on (panel g at dst + g k2 width): a pair joins two stored rows.
 // Lanes past count zero (up to the last panel's width). A pair's two rows are read once for all
-// the panels, so each cache line of them is read once.
+// the panels, so each cache line of them is read once. With a mask (the same layout as src) the
+// values are masked (masked_load); with sums, sums[i] = sum over p of X(i, p) in order, in fp32.
 HEADLAB_BF16_TARGET void pack_pairs_across(const float* src, int64_t ld, int64_t count, int64_t k,
-                                           int width, uint32_t* dst) {
+                                           int width, uint32_t* dst, const float* mask = nullptr,
+                                           float* sums = nullptr) {
   const int64_t k2 = (k + 1) / 2, spans = (count + width - 1) / width;
+  if (sums) std::fill_n(sums, count, 0.0f);
   constexpr int64_t kAhead = 8;  // pairs of rows requested ahead of their packing
   for (int64_t q = 0; q < k2; ++q) {
     const float* lo = src + 2 * q * ld;
@@ -88,20 +100,31 @@ HEADLAB_BF16_TARGET void pack_pairs_across(const float* src, int64_t ld, int64_t
       for (int i0 = 0; i0 < width; i0 += 16) {
         const int64_t i = g * width + i0;
         const __mmask16 in = lanes(count - i);
-        const __m512 hi = has_hi ? _mm512_maskz_loadu_ps(in, lo + ld + i) : _mm512_setzero_ps();
+        const float* mlo = mask ? mask + 2 * q * ld + i : nullptr;
+        const __m512 l = masked_load(in, lo + i, mlo);
+        const __m512 h =
+            has_hi ? masked_load(in, lo + ld + i, mask ? mlo + ld : nullptr) : _mm512_setzero_ps();
         _mm512_mask_storeu_epi32(dst + (g * k2 + q) * width + i0, lanes(width - i0),
-                                 pair_lanes(_mm512_maskz_loadu_ps(in, lo + i), hi));
+                                 pair_lanes(l, h));
+        if (sums) {  // this panel's lanes only (a 16-lane load reaches into the next panel)
+          const __mmask16 own = in & lanes(width - i0);
+          const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(own, sums + i), l);
+          _mm512_mask_storeu_ps(sums + i, own, _mm512_add_ps(sum, h));
+        }
       }
   }
 }
 
-// Row i of X(i, p) = src[i * ld + p] as k2 pairs: dst[q] = (row[2q], row[2q + 1]).
-HEADLAB_BF16_TARGET HEADLAB_INLINE void pair_row(const float* row, int64_t k, uint32_t* dst) {
+// Row i of X(i, p) = src[i * ld + p] as k2 pairs: dst[q] = (row[2q], row[2q + 1]), masked by
+// mask's row (null: none) as masked_load.
+HEADLAB_BF16_TARGET HEADLAB_INLINE void pair_row(const float* row, const float* mask, int64_t k,
+                                                 uint32_t* dst) {
   for (int64_t p0 = 0; p0 < k; p0 += 32)
     _mm512_mask_storeu_epi32(
         dst + p0 / 2, lanes((k - p0 + 1) / 2),
-        pair_neighbours(_mm512_maskz_loadu_ps(lanes(k - p0), row + p0),
-                        _mm512_maskz_loadu_ps(lanes(k - p0 - 16), row + p0 + 16)));
+        pair_neighbours(
+            masked_load(lanes(k - p0), row + p0, mask ? mask + p0 : nullptr),
+            masked_load(lanes(k - p0 - 16), row + p0 + 16, mask ? mask + p0 + 16 : nullptr)));
 }
 
 // dst [k2][width] for X(i, p) = src[i * ld + p] (a transposed B): a pair is two neighbours in a
@@ -171,22 +194,27 @@ BlockFn block_for(const Epilogue& e) {
 
 // A block of rows [i0, i0 + rows) of op(A), rounded into apack: a plain A as rows of k2 pairs
 // (rows up to a whole register block, the extra ones zero), a transposed A as panels [k2][12].
-HEADLAB_BF16_TARGET void pack_a_block(const GemmDesc& d, const float* a, int64_t i0, int64_t rows,
-                                      uint32_t* apack) {
+HEADLAB_BF16_TARGET void pack_a_block(const GemmDesc& d, const float* a, const Bf16A& ao,
+                                      int64_t i0, int64_t rows, uint32_t* apack) {
   const int64_t k2 = (d.k + 1) / 2;
-  if (d.trans_a) return pack_pairs_across(a + i0, d.lda, rows, d.k, kMr, apack);
-  for (int64_t i = 0; i < rows; ++i) pair_row(a + (i0 + i) * d.lda, d.k, apack + i * k2);
+  if (d.trans_a)
+    return pack_pairs_across(a + i0, d.lda, rows, d.k, kMr, apack, ao.mask ? ao.mask + i0 : nullptr,
+                             ao.row_sums ? ao.row_sums + i0 : nullptr);
+  for (int64_t i = 0; i < rows; ++i)
+    pair_row(a + (i0 + i) * d.lda, ao.mask ? ao.mask + (i0 + i) * d.lda : nullptr, d.k,
+             apack + i * k2);
   std::fill(apack + rows * k2, apack + (rows + kMr - 1) / kMr * kMr * k2, 0u);
 }
 
 // Rows [r0, r1) of C for one batch item, B packed in bp; apack holds one block of A's rows.
 HEADLAB_BF16_TARGET void rows_of_product(const GemmDesc& d, int64_t block_rows, BlockFn kernel,
-                                         const float* a, const uint32_t* bp, float* c, int64_t r0,
-                                         int64_t r1, uint32_t* apack, const Epilogue& e) {
+                                         const float* a, const Bf16A& ao, const uint32_t* bp,
+                                         float* c, int64_t r0, int64_t r1, uint32_t* apack,
+                                         const Epilogue& e) {
   const int64_t k2 = (d.k + 1) / 2, panels = (d.n + kNr - 1) / kNr;
   for (int64_t i0 = r0; i0 < r1; i0 += block_rows) {
     const int64_t rows = std::min(block_rows, r1 - i0);
-    pack_a_block(d, a, i0, rows, apack);
+    pack_a_block(d, a, ao, i0, rows, apack);
     for (int64_t j = 0; j < panels; ++j) {
       Epilogue ej = e;
       if (e.bias) ej.bias = e.bias + j * kNr;
@@ -204,8 +232,8 @@ HEADLAB_BF16_TARGET void rows_of_product(const GemmDesc& d, int64_t block_rows, 
   }
 }
 
-HEADLAB_BF16_TARGET void gemm_bf16_avx512(const GemmDesc& d, const float* a, const float* b,
-                                          float* c, const Epilogue& e) {
+HEADLAB_BF16_TARGET void gemm_bf16_avx512(const GemmDesc& d, const float* a, const Bf16A& ao,
+                                          const float* b, float* c, const Epilogue& e) {
   const int64_t k2 = (d.k + 1) / 2, panels = (d.n + kNr - 1) / kNr;
   const int64_t block_rows = std::max<int64_t>(kMr, kL2Words / k2 / kMr * kMr);
   const BlockFn kernel = d.trans_a ? block_for<false>(e) : block_for<true>(e);
@@ -237,8 +265,8 @@ HEADLAB_BF16_TARGET void gemm_bf16_avx512(const GemmDesc& d, const float* a, con
       }
       // (the implicit barrier: B is packed)
       if (r0 < r1)
-        rows_of_product(d, block_rows, kernel, a + bi * d.stride_a, bp, c + bi * d.stride_c, r0, r1,
-                        ap, e);
+        rows_of_product(d, block_rows, kernel, a + bi * d.stride_a, ao, bp, c + bi * d.stride_c, r0,
+                        r1, ap, e);
       // The next item repacks B: wait until every thread is done with it.
       if (bi + 1 < d.batch) {
 #pragma omp barrier
@@ -250,17 +278,20 @@ HEADLAB_BF16_TARGET void gemm_bf16_avx512(const GemmDesc& d, const float* a, con
 }  // namespace
 
 void gemm_bf16(const GemmDesc& desc, const float* a, const float* b, float* c, const float* bias,
-               bool relu) {
+               bool relu, const Bf16A& ao) {
   HEADLAB_ASSERT(bf16_supported());
   const GemmDesc d = desc.resolved();
+  HEADLAB_ASSERT(!ao.row_sums || (d.trans_a && d.batch == 1));
+  HEADLAB_ASSERT(!ao.mask || d.batch == 1);
   if (d.m == 0 || d.n == 0 || d.batch == 0) return;
   HEADLAB_ASSERT(!(bias || relu) || (d.batch == 1 && d.alpha == 1.0f && d.beta == 0.0f));
   if (d.k == 0) {  // no product: C = beta C, or act(bias)
+    if (ao.row_sums) std::fill_n(ao.row_sums, d.m, 0.0f);
     scale_only(d, c);
     if (bias || relu) detail::reference_bias_act(c, d.m, d.n, d.ldc, bias, relu);
     return;
   }
-  gemm_bf16_avx512(d, a, b, c, {.alpha = d.alpha, .beta = d.beta, .bias = bias, .relu = relu});
+  gemm_bf16_avx512(d, a, ao, b, c, {.alpha = d.alpha, .beta = d.beta, .bias = bias, .relu = relu});
 }
 
 }  // namespace headlab::fast
