@@ -56,14 +56,16 @@ class LayerError : public Error {
 
 // Runs `f` (one slot's forward) and turns a headlab::Error from inside it into a LayerError
 // naming `path` and `layer`; a LayerError (already named deeper) passes unchanged.
+// (path is a view: the forward passes literals, and a std::string of one longer than the short
+// string buffer would be a heap allocation per call.)
 template <class F>
-auto in_layer(const std::string& path, const std::string& layer, F&& f) -> decltype(f()) {
+auto in_layer(std::string_view path, const std::string& layer, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const LayerError&) {
     throw;
   } catch (const Error& e) {
-    throw LayerError(path, layer, e.what());
+    throw LayerError(std::string(path), layer, e.what());
   }
 }
 
@@ -74,7 +76,7 @@ void check_slot_output(const Var& out, const Var& in, const char* kind);
 // in_layer over one slot whose contract is "maps its input to that shape": runs `f` and checks
 // its output against `in`.
 template <class F>
-Var checked_slot(const std::string& path, const std::string& layer, const char* kind, const Var& in,
+Var checked_slot(std::string_view path, const std::string& layer, const char* kind, const Var& in,
                  F&& f) {
   return in_layer(path, layer, [&] {
     Var out = f();

@@ -20,13 +20,6 @@
 namespace headlab {
 namespace {
 
-// One micro-batch's share of the step's metrics (plain data: ranks exchange it as bytes).
-struct MicroStats {
-  double loss_sum = 0;  // its mean cross-entropy times its tokens
-  int64_t tokens = 0;
-  int64_t correct = 0;
-};
-
 [[noreturn]] void stop(int64_t s, const char* what, double value) {
   const char* text = std::isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf";
   throw NonFiniteError(
@@ -134,12 +127,14 @@ Var TrainStep::micro_batch_loss(int64_t step, int64_t a) {
 }
 
 EvalCounts TrainStep::global_counts(int64_t s) {
-  std::vector<MicroStats> local;
-  for (const EvalCounts& c : counts_) local.push_back({c.loss_sum, c.tokens, c.correct});
-  std::vector<MicroStats> all = local;
+  // (micro_ and micro_all_ keep their capacity: no allocation per step)
+  micro_.clear();
+  for (const EvalCounts& c : counts_) micro_.push_back({c.loss_sum, c.tokens, c.correct});
+  std::span<const MicroStats> all = micro_;
   if (comm_.size() > 1) {
-    all.resize(local.size() * static_cast<size_t>(comm_.size()));
-    comm_.allgather(bytes_of(std::span<const MicroStats>(local)), bytes_of(std::span(all)));
+    micro_all_.resize(micro_.size() * static_cast<size_t>(comm_.size()));
+    comm_.allgather(bytes_of(all), bytes_of(std::span(micro_all_)));
+    all = micro_all_;
   }
   // Token-weighted, summed in global micro-batch order, so every rank (and one process with the
   // same micro-batches) gets the same numbers.

@@ -115,6 +115,14 @@ class TrainStep {
   Batch batch_;
   std::vector<std::span<const int32_t>> features_;  // views of batch_'s features
   std::vector<EvalCounts> counts_;                  // [grad_accum] this step's micro-batches
+  // One micro-batch's share of the step's metrics (plain data: ranks exchange it as bytes);
+  // this rank's, then every rank's (global_counts).
+  struct MicroStats {
+    double loss_sum = 0;  // its mean cross-entropy times its tokens
+    int64_t tokens = 0;
+    int64_t correct = 0;
+  };
+  std::vector<MicroStats> micro_, micro_all_;
   std::vector<std::span<float>> gradients_;
   // The overlap's hook: a parameter's node -> its index among the optimizer's parameters.
   std::unordered_map<const void*, size_t> parameter_index_;
