@@ -26,7 +26,10 @@ memory::desc operand_desc(int64_t rows, int64_t cols, bool transposed, int64_t l
 void OneDnnKernels::linear_backward(const float* g, const float* y, const float* x, const float* w,
                                     int64_t rows, int64_t in, int64_t out,
                                     const LinearGrads& grads) const {
-  if (current_precision() != Precision::bf16 || (grads.db && !grads.dw))
+  // The bias gradient comes from dW's packing of g: without dW (or with an empty product, which
+  // packs nothing) the default computes it.
+  const bool empty = rows == 0 || in == 0 || out == 0;
+  if (current_precision() != Precision::bf16 || (grads.db && (!grads.dw || empty)))
     return Kernels::linear_backward(g, y, x, w, rows, in, out, grads);
   if (grads.dx) {  // dx = (g * mask) W: g rounded and masked as rows of pairs
     const GemmDesc d = linear_dx_desc(rows, in, out, grads.accumulate_dx);
