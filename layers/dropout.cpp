@@ -16,7 +16,7 @@ Dropout::Dropout(const DropoutOptions& options, std::shared_ptr<SampleRng> rng)
 }
 
 Var Dropout::forward(const Var& x) {
-  if (!is_training() || options_.p == 0.0f) return x;
+  if (!dropout_active() || options_.p == 0.0f) return x;
   return dropout(x, options_.p, *rng_, true);
 }
 

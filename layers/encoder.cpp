@@ -132,7 +132,7 @@ EncoderOutput Encoder::forward(std::span<const std::span<const int32_t>> feature
       x = add(x, embeddings_[f]->forward(features[f], ids_shape));
     x = hook("hook_embed", checked_slot("encoder.positions", options_.positions_layer.name,
                                         "positions", x, [&] { return positions_->forward(x); }));
-    if (is_training() && options_.dropout > 0.0f)
+    if (dropout_active() && options_.dropout > 0.0f)
       x = dropout(x, options_.dropout, *dropout_rng_, true);
   }
 

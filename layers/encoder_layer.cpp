@@ -109,7 +109,7 @@ AttentionOutput EncoderLayer::attend(const Var& x, const Tensor* key_padding_mas
 }
 
 Var EncoderLayer::residual_dropout(const Var& y) {
-  if (!is_training() || options_.dropout == 0.0f) return y;
+  if (!dropout_active() || options_.dropout == 0.0f) return y;
   return dropout(y, options_.dropout, *dropout_rng_, true);
 }
 

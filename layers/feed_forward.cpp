@@ -36,7 +36,7 @@ Var FeedForward::forward(const Var& x) {
   Var h = options_.activation == Activation::gelu ? gelu(w1->forward(x))
                                                   : linear(x, w1->weight, w1->bias, true);
   h = hook("hook_post", h);
-  if (is_training() && options_.activation_dropout > 0.0f)
+  if (dropout_active() && options_.activation_dropout > 0.0f)
     h = dropout(h, options_.activation_dropout, *dropout_rng_, true);
   return w2->forward(h);
 }

@@ -80,6 +80,11 @@ void Module::train(bool on) {
   for (auto& c : children_) c.second->train(on);
 }
 
+void Module::set_dropout(bool on) {
+  dropout_ = on;
+  for (auto& c : children_) c.second->set_dropout(on);
+}
+
 void Module::zero_grad() {
   for (auto& p : named_parameters()) p.var.zero_grad();
 }

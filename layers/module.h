@@ -40,6 +40,12 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
+  // Whether dropout may act in training mode, for this module and all children (default on).
+  // Off, a training-mode forward drops nothing, as in eval mode, while training goes on: the
+  // trainer's early dropout (model.dropout_steps) turns it off from a step on. A layer applies
+  // its dropout when dropout_active(): training mode and dropout on.
+  void set_dropout(bool on);
+  bool dropout_active() const { return training_ && dropout_; }
 
   // Zeroes every parameter's gradient.
   void zero_grad();
@@ -88,6 +94,7 @@ class Module {
   NamedParameters parameters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  bool dropout_ = true;
   Hooks* hooks_ = nullptr;
   std::string hook_prefix_;
 };

@@ -98,7 +98,7 @@ AttentionOutput MultiHeadAttention::forward(const Var& query, const Var& key, co
   const int64_t b = query.size(0), t = query.size(1), s = key.size(1), h = options_.heads;
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
-  const bool drop = is_training() && options_.attn_dropout > 0.0f;
+  const bool drop = dropout_active() && options_.attn_dropout > 0.0f;
   // A forward that starts at the heads' outputs (Hooks::start_at) skips everything before them;
   // the layer's own gate acts before the point, so the start is taken as it is.
   if (const Tensor* z = hook_start("hook_z")) {

@@ -223,6 +223,35 @@ TEST_CASE("layers: encoder dropout masks are keyed by (step, sample, site), not 
   CHECK(max_abs_diff(logits(0, 4), e1) == 0.0);
 }
 
+TEST_CASE("layers: set_dropout(false) leaves a training-mode forward without dropout") {
+  // The trainer's early dropout (model.dropout_steps) turns dropout off while training goes on:
+  // the encoder's own dropout, each block's residual dropout and the attention's then drop
+  // nothing, so the forward is the eval forward, and on again it drops as before.
+  Rng rng(5);
+  EncoderOptions o = tiny_options();
+  o.dropout = 0.2f;
+  o.attn_dropout = 0.3f;
+  Encoder model(o, rng);
+  Batch batch = make_batch(rng, o, 4, 5);
+  auto logits = [&] {
+    model.dropout_rng().set_position(3, 0);
+    return model.forward({batch.cat, batch.col}, 4, 5).logits.value().clone();
+  };
+  const Tensor dropped = logits();
+  model.eval();
+  const Tensor eval = logits();
+  model.train();
+  model.set_dropout(false);
+  CHECK(model.is_training());
+  CHECK_FALSE(model.dropout_active());
+  CHECK_FALSE(model.layer(0).attn->dropout_active());  // the children too
+  CHECK(max_abs_diff(logits(), eval) == 0.0);
+  model.set_dropout(true);
+  CHECK(model.layer(0).attn->dropout_active());
+  CHECK(max_abs_diff(logits(), dropped) == 0.0);
+  CHECK(max_abs_diff(dropped, eval) > 1e-4);
+}
+
 TEST_CASE("layers: encoder evaluation under NoGradGuard records nothing") {
   Rng rng(4);
   EncoderOptions o = tiny_options();

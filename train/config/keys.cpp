@@ -148,6 +148,11 @@ void model_keys(std::vector<Key>& k) {
   k.push_back(key_of("model.attn_dropout", &C::model, &M::attn_dropout)
                   .range(0, 1, false, true)
                   .doc("Dropout on the attention weights (inverted, training only)."));
+  k.push_back(key_of("model.dropout_steps", &C::model, &M::dropout_steps)
+                  .range(0, 1e9)
+                  .doc("Early dropout: model.dropout and model.attn_dropout act in the first this "
+                       "many training steps only, none after (Liu et al. 2023); 0: in every "
+                       "step."));
   k.push_back(key_of("model.init", &C::model, &M::init)
                   .one_of({"default", "xavier_uniform"})
                   .doc("Init of Linear layers: PyTorch's U(+-1/sqrt(fan_in)), or Glorot's."));

@@ -110,6 +110,10 @@ TrainStep::SentencesLoss TrainStep::loss_of_sentences(int64_t step, int64_t firs
   model_.task().generate_sentences(static_cast<uint64_t>(model_.config().train.seed), step, first,
                                    n, batch_);
   Encoder& encoder = model_.encoder();
+  // Early dropout (model.dropout_steps): a function of the step alone, so a resumed run and
+  // every rank see the same steps with dropout.
+  const int64_t dropout_steps = model_.config().model.dropout_steps;
+  encoder.set_dropout(dropout_steps == 0 || step < dropout_steps);
   encoder.dropout_rng().set_position(static_cast<uint64_t>(step), static_cast<uint64_t>(first));
   batch_.feature_spans(features_);
   EncoderOutput out = encoder.forward(features_, batch_.batch_size, batch_.seq_len);
