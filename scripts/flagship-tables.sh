@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Re-measures every table of the README ("Do heads specialize?") and of docs/analysis.md ("The
 # flagship over 20 seeds" with "The flagship in bf16" where the CPU has AVX512_BF16, "The
-# flagship's region: a phase diagram", "Induction heads") and prints them as markdown to stdout,
-# block by block: paste them over the old ones. Each block runs its sweeps (configs/dependency.toml
-# as it is, unless the block names another config) and then prints its tables
+# flagship's region: a phase diagram", "Induction heads", "Early dropout") and prints them as
+# markdown to stdout, block by block: paste them over the old ones. Each block runs its sweeps
+# (configs/dependency.toml as it is, unless the block names another config: blocks 2 and 5 the
+# recipe before early dropout, configs/dependency-full-dropout.toml) and then prints its tables
 # (scripts/flagship_tables.py, which reads only the sweeps' documents).
 #
 #   bash scripts/flagship-tables.sh [OUT]     # OUT defaults to runs/flagship-tables
@@ -40,6 +41,18 @@ sweep() {  # sweep DIR ARGS...: train it unless it is complete, else only re-col
   fi
 }
 
+sweep_with() {  # sweep_with CONFIG DIR ARGS...: as sweep, with its own config
+  local config=$1 dir=$2
+  shift 2
+  if [[ -f $dir/sweep.json ]]; then
+    $headlab sweep "$config" "$@" --out "$dir" --report-only >/dev/null
+  else
+    $headlab sweep "$config" "$@" --out "$dir" --jobs "$jobs" --no-progress >&2
+  fi
+}
+# The flagship's recipe before early dropout: blocks 2 and 5 were measured on it.
+before=configs/dependency-full-dropout.toml
+
 tables() {  # tables NAME...: print these tables of scripts/flagship_tables.py
   /usr/bin/python3 scripts/flagship_tables.py "$out" "$@"
 }
@@ -66,15 +79,17 @@ for k in 1 2 3; do
 done
 tables heads heads-101 order pruning layers cost
 
-# --- Block 2: the phase diagram (docs/analysis.md "The flagship's region: a phase diagram") ---
+# --- Block 2: the phase diagram (docs/analysis.md "The flagship's region: a phase diagram"),
+# of the recipe before early dropout ($before) ---
 # h = 4 on seeds 1..10 over two pairs of keys, the recipe in the middle of each; the
 # single-lever table reads its rows from the same sweeps.
-sweep "$out/phase-width-dropout" --over model.d_model=48,64,96 \
+sweep_with $before "$out/phase-width-dropout" --over model.d_model=48,64,96 \
   --over model.attn_dropout=0,0.1,0.15,0.2,0.3 --seeds "$phase_seeds"
-sweep "$out/phase-lr-positions" --over optim.lr=0.0015,0.003,0.006 \
+sweep_with $before "$out/phase-lr-positions" --over optim.lr=0.0015,0.003,0.006 \
   --over model.pos_init_std=0.7,0.85,1.0 --seeds "$phase_seeds"
-# The recipe on seeds nobody tuned on (train.seed = 1001..1030).
-sweep "$out/fresh-1001" --over model.heads=4 --set train.seed=1001 --seeds "$fresh_seeds"
+# That recipe on seeds nobody tuned on (train.seed = 1001..1030).
+sweep_with $before "$out/fresh-1001" --over model.heads=4 --set train.seed=1001 \
+  --seeds "$fresh_seeds"
 tables phase-width-dropout phase-lr-positions levers fresh
 
 # --- Block 3: induction heads (README and docs/analysis.md "Induction heads") ---
@@ -93,15 +108,6 @@ echo
 # vs two, with BEFORE_HEAD" and "Pruning") ---
 # configs/composition.toml on seeds 301..310 (none tuned on); pruning at h = 4 and 8 by mean
 # ablation and by patching (the gradient rows come from block 1's head-count sweep).
-sweep_with() {  # sweep_with CONFIG DIR ARGS...: as sweep, with its own config
-  local config=$1 dir=$2
-  shift 2
-  if [[ -f $dir/sweep.json ]]; then
-    $headlab sweep "$config" "$@" --out "$dir" --report-only >/dev/null
-  else
-    $headlab sweep "$config" "$@" --out "$dir" --jobs "$jobs" --no-progress >&2
-  fi
-}
 sweep_with configs/composition.toml "$out/composition" --over model.layers=2 --set train.seed=301 --seeds 10
 for measure in mean_ablation patching; do
   sweep_with configs/dependency.toml "$out/prune-$measure" --over model.heads=4,8 \
@@ -112,18 +118,19 @@ tables composition pruning-measures
 # --- Block 5: which relation loses, and a candidate recipe (docs/analysis.md "Which relation
 # loses under each breaking lever, and why" and "A candidate recipe: positions N(0, 1), 500
 # warmup steps") ---
-# h = 4 on seeds 1..10 (PHASE_SEEDS): the flagship's breaking levers and the probes of the race
-# for heads; about 460 runs in all, some fourteen minutes on two quiet cores.
-sweep "$out/race-base" --over model.heads=4 --seeds "$phase_seeds"
-sweep "$out/race-d48" --over model.d_model=48 --seeds "$phase_seeds"
-sweep "$out/race-d48-hd16" --over model.d_model=48 --set model.head_dim=16 --seeds "$phase_seeds"
-sweep "$out/race-lr" --over optim.lr=0.0015 --seeds "$phase_seeds"
-sweep "$out/race-dropout" --over model.attn_dropout=0.3 --seeds "$phase_seeds"
-sweep "$out/race-positions-lr" --over 'optim.lr_scale.positions.*=0.25,0.5,2,4,8' \
+# h = 4 on seeds 1..10 (PHASE_SEEDS): the breaking levers of the recipe before early dropout
+# ($before) and the probes of the race for heads; about 460 runs in all, some fourteen minutes
+# on two quiet cores.
+sweep_with $before "$out/race-base" --over model.heads=4 --seeds "$phase_seeds"
+sweep_with $before "$out/race-d48" --over model.d_model=48 --seeds "$phase_seeds"
+sweep_with $before "$out/race-d48-hd16" --over model.d_model=48 --set model.head_dim=16 --seeds "$phase_seeds"
+sweep_with $before "$out/race-lr" --over optim.lr=0.0015 --seeds "$phase_seeds"
+sweep_with $before "$out/race-dropout" --over model.attn_dropout=0.3 --seeds "$phase_seeds"
+sweep_with $before "$out/race-positions-lr" --over 'optim.lr_scale.positions.*=0.25,0.5,2,4,8' \
   --over model.attn_dropout=0.15,0.3 --seeds "$phase_seeds"
-sweep "$out/race-embeddings-lr" --over 'optim.lr_scale.embeddings.*=0.25,0.5' \
+sweep_with $before "$out/race-embeddings-lr" --over 'optim.lr_scale.embeddings.*=0.25,0.5' \
   --over model.attn_dropout=0.15,0.3 --seeds "$phase_seeds"
-sweep "$out/race-positions" --over model.pos_init_std=1.0,1.15 --over model.attn_dropout=0.15,0.3 \
+sweep_with $before "$out/race-positions" --over model.pos_init_std=1.0,1.15 --over model.attn_dropout=0.15,0.3 \
   --seeds "$phase_seeds"
 # configs/dependency-region.toml: its levers and neighbours on seeds 1..10, then seeds 1001..1030.
 region=configs/dependency-region.toml
@@ -150,3 +157,35 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
   sweep "$out/heads-bf16" --over model.heads=4 --set runtime.precision=bf16 --seeds "$seeds"
   tables heads-bf16
 fi
+
+# --- Block 7: early dropout (docs/analysis.md "Early dropout: the recipe that meets the tail") ---
+# Each variant (the names are flagship_tables.py's EARLY) at h = 4 on two blocks of dev seeds
+# (41..70, 11..40) and at h = 1 and 2 on seeds 1..10; then the recipe's levers on seeds 1..10
+# and the recipe and the one before it on a third dev block and on fresh seeds. About 1,000 runs,
+# some thirty minutes on two quiet cores.
+early() {  # early NAME CONFIG ARGS...
+  local name=$1 config=$2
+  shift 2
+  for b in 41 11; do
+    sweep_with "$config" "$out/early-$name-$b" --over model.heads=4 --set train.seed=$b --seeds 30 "$@"
+  done
+  sweep_with "$config" "$out/early-$name-h12" --over model.heads=1,2 --seeds "$phase_seeds" "$@"
+}
+early full $before
+early full-600 $before --set model.dropout_steps=600
+early recipe configs/dependency.toml
+early steps-500 configs/dependency.toml --set model.dropout_steps=500
+early steps-700 configs/dependency.toml --set model.dropout_steps=700
+early lr-0.0045 configs/dependency.toml --set optim.lr=0.0045
+early dropout-0.2 configs/dependency.toml --set model.attn_dropout=0.2
+early warmup-300 configs/dependency.toml --set schedule.warmup_steps=300
+early warmup-500 configs/dependency.toml --set schedule.warmup_steps=500
+sweep "$out/early-levers-base" --over model.heads=4 --seeds "$phase_seeds"
+sweep "$out/early-levers-d_model" --over model.d_model=48,96 --seeds "$phase_seeds"
+sweep "$out/early-levers-lr" --over optim.lr=0.003,0.012 --seeds "$phase_seeds"
+sweep "$out/early-levers-dropout" --over model.attn_dropout=0,0.3 --seeds "$phase_seeds"
+for b in 71 1001 3001 4001; do
+  sweep "$out/early-fresh-recipe-$b" --over model.heads=4 --set train.seed=$b --seeds 30
+  sweep_with $before "$out/early-fresh-full-$b" --over model.heads=4 --set train.seed=$b --seeds 30
+done
+tables early early-levers early-fresh

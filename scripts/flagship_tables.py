@@ -254,10 +254,11 @@ def all_runs(sweep_dir):
 
 
 def recipe():
-    """The flagship's values of the keys the phase diagram sweeps (configs/dependency.toml)."""
+    """The values of the keys the phase diagram sweeps, in the recipe it was measured around
+    (configs/dependency-full-dropout.toml, the flagship's recipe before early dropout)."""
     import tomllib
-    with open(os.path.join(os.path.dirname(__file__), "..", "configs", "dependency.toml"),
-              "rb") as f:
+    with open(os.path.join(os.path.dirname(__file__), "..", "configs",
+                           "dependency-full-dropout.toml"), "rb") as f:
         config = tomllib.load(f)
     return {f"{table}.{key}": value for table, keys in config.items() if isinstance(keys, dict)
             for key, value in keys.items()}
@@ -488,6 +489,72 @@ def fresh_table(sweep_dir):
         print(f"| {order} | {n} |")
 
 
+# The sweeps of block 7 of flagship-tables.sh, early dropout (model.dropout_steps): each
+# variant's h = 4 sweeps on two blocks of dev seeds (early-NAME-41, early-NAME-11) and its h = 1
+# and 2 on seeds 1..10 (early-NAME-h12). The recipe's own levers, third dev block and fresh
+# seeds follow in EARLY_LEVERS and early-fresh.
+EARLY = [("attention dropout in every step, lr 3e-3 (the recipe before)", "full"),
+         ("the same, model.dropout_steps = 600", "full-600"),
+         ("lr 6e-3, model.dropout_steps = 600 (configs/dependency.toml)", "recipe"),
+         ("the recipe, dropout_steps 500", "steps-500"),
+         ("the recipe, dropout_steps 700", "steps-700"),
+         ("the recipe, lr 4.5e-3", "lr-0.0045"),
+         ("the recipe, attention dropout 0.2", "dropout-0.2"),
+         ("the recipe, 300 warmup steps", "warmup-300"),
+         ("the recipe, 500 warmup steps", "warmup-500")]
+EARLY_LEVERS = [("the recipe", "early-levers-base", {}),
+                ("d_model 48 (d_k 12)", "early-levers-d_model", {"model.d_model": 48}),
+                ("d_model 96 (d_k 24)", "early-levers-d_model", {"model.d_model": 96}),
+                ("lr x0.5", "early-levers-lr", {"optim.lr": 0.003}),
+                ("lr x2", "early-levers-lr", {"optim.lr": 0.012}),
+                ("attention dropout 0", "early-levers-dropout", {"model.attn_dropout": 0}),
+                ("attention dropout 0.3", "early-levers-dropout", {"model.attn_dropout": 0.3})]
+
+
+def tail_cell(runs):
+    """'lowest (seed), k under 0.85' of a sweep's runs; a run not specialized counts under."""
+    ok = [r for r in runs if r.get("ok")]
+    low = min(ok, key=lambda r: r["s_match"])
+    under = sum(1 for r in runs if not r.get("ok") or r["s_match"] < 0.85 or not specialized(r))
+    return f"{low['s_match']:.3f} ({low['seed']}), {under} under"
+
+
+def early_table(out):
+    """Per variant: the lowest h = 4 s_match on each dev block, and h = 1 and 2 on seeds 1..10."""
+    print("| recipe | lowest s_match, seeds 41-70 | seeds 11-40 | h = 1 eval accuracy (mean, "
+          "highest) | h = 2 reached 95% |")
+    print("|---|---|---|---|---|")
+    for label, name in EARLY:
+        cells = [tail_cell(all_runs(os.path.join(out, f"early-{name}-{b}"))[1]) for b in (41, 11)]
+        h12 = runs_of(os.path.join(out, f"early-{name}-h12"))
+        one = [r["eval_accuracy"] for r in h12 if r["values"]["model.heads"] == 1]
+        two = [r for r in h12 if r["values"]["model.heads"] == 2]
+        reached = sum(1 for r in two if r.get("steps_to_95") is not None)
+        print(f"| {label} | {cells[0]} | {cells[1]} | {statistics.mean(one):.3f}, "
+              f"{max(one):.3f} | {reached} of {len(two)} |")
+
+
+def early_fresh_table(out):
+    """The recipe and the one before it on seeds nobody tuned on, block by block."""
+    print("| recipe | seeds | specialized | s_match | lowest s_match (seed) | under 0.85 |")
+    print("|---|---|---|---|---|---|")
+    for label, prefix in (("configs/dependency.toml", "early-fresh-recipe"),
+                          ("the recipe before", "early-fresh-full")):
+        for b in (71, 1001, 3001, 4001):
+            path = os.path.join(out, f"{prefix}-{b}")
+            if not os.path.exists(os.path.join(path, "sweep.json")):
+                continue
+            _, runs = all_runs(path)
+            ok = [r for r in runs if r.get("ok")]
+            seeds = sorted(r["seed"] for r in runs)
+            low = min(ok, key=lambda r: r["s_match"])
+            under = sum(1 for r in runs if not r.get("ok") or r["s_match"] < 0.85)
+            print(f"| {label} | {seeds[0]}-{seeds[-1]} | "
+                  f"{sum(1 for r in ok if specialized(r))} of {len(runs)} | "
+                  f"{mean_sd([r['s_match'] for r in ok], 2)} | {low['s_match']:.2f} "
+                  f"({low['seed']}) | {under} |")
+
+
 # Every table, by name: (title, function of OUT). flagship-tables.sh prints them block by block
 # (`flagship_tables.py OUT NAME...`); with no NAME, all of them in this order. A new table: a
 # function here and its name in the block of flagship-tables.sh that measures its sweeps.
@@ -523,6 +590,12 @@ def tables(out):
                          lambda: fresh_table(os.path.join(out, "region-fresh"))),
         "heads-bf16": ("The flagship in bf16 (h = 4, runtime.precision = \"bf16\")",
                        lambda: heads_table(runs_of(os.path.join(out, "heads-bf16")))),
+        "early": ("Early dropout: the tail and the contrast, recipe by recipe",
+                  lambda: early_table(out)),
+        "early-levers": ("configs/dependency.toml, one lever at a time (seeds 1..10)",
+                         lambda: settings_table(out, EARLY_LEVERS)),
+        "early-fresh": ("configs/dependency.toml on seeds not tuned on",
+                        lambda: early_fresh_table(out)),
     }
 
 

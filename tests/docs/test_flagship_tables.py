@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/flagship_tables.py on fabricated sweep documents (sweep.json and heads.json written
 here, no training): the composition table, the pruning table per importance measure, the race
-table (which relation loses) and the table of settings print the rows computed by hand below.
+table (which relation loses), the table of settings and the early-dropout tables print the rows
+computed by hand below.
 Only the fields the script reads are written."""
 import contextlib
 import io
@@ -222,6 +223,59 @@ class Tables(unittest.TestCase):
             block = f.read().split("# --- Block 4")[1]
         self.assertIn("tables composition pruning-measures", block)
         self.assertIn("tables race region region-fresh", block.split("# --- Block 5")[1])
+
+
+
+class Early(unittest.TestCase):
+    """early_table and early_fresh_table (block 7: early dropout) over fabricated sweeps."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        out = cls.dir.name
+        run = lambda seed, s_match, acc=1.0, claimed=3, steps=300: (
+            {"model.heads": 4}, seed, acc, {}, {"s_match": s_match, "n_claimed": claimed,
+                                                "steps_to_95": steps})
+        # Seeds 41..43: the lowest 0.84 (seed 42) and a seed not specialized (43, accuracy
+        # 0.9, s_match 0.9): two under 0.85.
+        sweep(out, "early-v-41", ["model.heads"],
+              [run(41, 0.95), run(42, 0.84), run(43, 0.90, acc=0.9, steps=None)])
+        sweep(out, "early-v-11", ["model.heads"], [run(11, 0.91), run(12, 0.88)])
+        h = lambda heads, seed, acc, steps: ({"model.heads": heads}, seed, acc, {},
+                                             {"s_match": 0.2, "n_claimed": 1,
+                                              "steps_to_95": steps})
+        sweep(out, "early-v-h12", ["model.heads"],
+              [h(1, 1, 0.40, None), h(1, 2, 0.60, None), h(2, 1, 0.97, 400), h(2, 2, 0.80, None)])
+        sweep(out, "early-fresh-recipe-3001", ["model.heads"], [run(3001, 0.90), run(3002, 0.86)])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_each_variant_gives_its_tail_per_block_and_its_contrast(self):
+        saved = ft.EARLY
+        ft.EARLY = [("a variant", "v")]
+        try:
+            lines = printed(ft.early_table, self.dir.name)
+        finally:
+            ft.EARLY = saved
+        self.assertEqual(lines[2:], [
+            # 41..43: lowest 0.84 on seed 42; 42 and 43 under. h = 1: mean 0.5, highest 0.6;
+            # h = 2: one of two reached 95%.
+            "| a variant | 0.840 (42), 2 under | 0.880 (12), 0 under | 0.500, 0.600 | 1 of 2 |"])
+
+    def test_fresh_blocks_that_exist_are_listed(self):
+        lines = printed(ft.early_fresh_table, self.dir.name)
+        # Only the recipe's block 3001 exists: one row; mean 0.88, lowest 0.86 on seed 3002.
+        self.assertEqual(lines[2:], [
+            "| configs/dependency.toml | 3001-3002 | 2 of 2 | 0.88 ± 0.02 | 0.86 (3002) | 0 |"])
+
+    def test_the_script_prints_the_early_tables_in_block_7(self):
+        with open(os.path.join(ROOT, "scripts", "flagship-tables.sh")) as f:
+            block = f.read().split("# --- Block 7")[1]
+        self.assertIn("tables early early-levers early-fresh", block)
+        for _, name in ft.EARLY:
+            self.assertIn(f"early {name} ", block)
 
 
 if __name__ == "__main__":

@@ -390,8 +390,9 @@ TEST_CASE("train: config the flagship file holds docs/task.md's settings") {
   CHECK(c.model.pos_init_std == 0.85);
   CHECK(c.model.attn_dropout == 0.15);
   CHECK(c.model.dropout == 0.0);
+  CHECK(c.model.dropout_steps == 600);
   CHECK(c.optim.name == "adam");
-  CHECK(c.optim.lr == 3e-3);
+  CHECK(c.optim.lr == 6e-3);
   CHECK(c.optim.betas == std::array<double, 2>{0.9, 0.98});
   CHECK(c.optim.eps == 1e-8);
   CHECK(c.optim.weight_decay == 0.0);
