@@ -41,7 +41,7 @@ struct ModelConfig {
   double pos_init_std = 1.0;
   double dropout = 0.0;
   double attn_dropout = 0.0;
-  int64_t dropout_steps = 0;  // early dropout: dropout and attn_dropout only before this step
+  int64_t dropout_steps = 0;     // early dropout: dropout and attn_dropout only before this step
   std::string init = "default";  // Linear layers: "default" (PyTorch's) | "xavier_uniform"
   // Layer registry names of the three slots of every encoder layer (the norm slot also fills
   // the final norm) and of the positions slot, and each slot's own options ([model.norm_options]
