@@ -184,8 +184,13 @@ sweep "$out/early-levers-base" --over model.heads=4 --seeds "$phase_seeds"
 sweep "$out/early-levers-d_model" --over model.d_model=48,96 --seeds "$phase_seeds"
 sweep "$out/early-levers-lr" --over optim.lr=0.003,0.012 --seeds "$phase_seeds"
 sweep "$out/early-levers-dropout" --over model.attn_dropout=0,0.3 --seeds "$phase_seeds"
+# The recipe's region: two grids of its keys, its cell in the middle of each.
+sweep "$out/early-phase-width-dropout" --over model.d_model=48,64,96 \
+  --over model.attn_dropout=0,0.1,0.15,0.2,0.3 --seeds "$phase_seeds"
+sweep "$out/early-phase-lr-steps" --over optim.lr=0.003,0.006,0.012 \
+  --over model.dropout_steps=400,600,800 --seeds "$phase_seeds"
 for b in 71 1001 3001 4001; do
   sweep "$out/early-fresh-recipe-$b" --over model.heads=4 --set train.seed=$b --seeds 30
   sweep_with $before "$out/early-fresh-full-$b" --over model.heads=4 --set train.seed=$b --seeds 30
 done
-tables early early-levers early-fresh
+tables early early-levers early-fresh early-phase-width-dropout early-phase-lr-steps

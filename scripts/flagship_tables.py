@@ -253,12 +253,12 @@ def all_runs(sweep_dir):
     return sweep["over"], sweep["runs"]
 
 
-def recipe():
-    """The values of the keys the phase diagram sweeps, in the recipe it was measured around
-    (configs/dependency-full-dropout.toml, the flagship's recipe before early dropout)."""
+def recipe(config="dependency-full-dropout.toml"):
+    """The values of the keys a phase diagram sweeps, in the recipe it was measured around: by
+    default configs/dependency-full-dropout.toml (the flagship's recipe before early dropout,
+    blocks 2 and 5), or configs/dependency.toml (block 7)."""
     import tomllib
-    with open(os.path.join(os.path.dirname(__file__), "..", "configs",
-                           "dependency-full-dropout.toml"), "rb") as f:
+    with open(os.path.join(os.path.dirname(__file__), "..", "configs", config), "rb") as f:
         config = tomllib.load(f)
     return {f"{table}.{key}": value for table, keys in config.items() if isinstance(keys, dict)
             for key, value in keys.items()}
@@ -305,13 +305,14 @@ def cell_of(runs, key_a, a, key_b, b):
     return [r for r in runs if same(r["values"][key_a], a) and same(r["values"][key_b], b)]
 
 
-def grid_table(sweep_dir):
+def grid_table(sweep_dir, config="dependency-full-dropout.toml"):
     """The phase diagram of a two-key sweep: rows the first key, columns the second; each cell
-    "specialized k/N, mean eval accuracy, lowest s_match"; the recipe's cell in bold."""
+    "specialized k/N, mean eval accuracy, lowest s_match"; the cell of the recipe in configs/
+    `config` in bold."""
     (key_a, key_b), runs = all_runs(sweep_dir)
     rows = list(dict.fromkeys(r["values"][key_a] for r in runs))
     cols = list(dict.fromkeys(r["values"][key_b] for r in runs))
-    base = recipe()
+    base = recipe(config)
     print(f"{key_a} \\ {key_b}: specialized of N seeds · mean eval accuracy · lowest s_match "
           f"(bold: the recipe)\n")
     print(f"| {key_a} | " + " | ".join(f"{key_b} {c}" for c in cols) + " |")
@@ -596,6 +597,12 @@ def tables(out):
                          lambda: settings_table(out, EARLY_LEVERS)),
         "early-fresh": ("configs/dependency.toml on seeds not tuned on",
                         lambda: early_fresh_table(out)),
+        "early-phase-width-dropout": (
+            "configs/dependency.toml: d_model x attention dropout (h = 4, seeds 1..10)",
+            lambda: grid_table(os.path.join(out, "early-phase-width-dropout"), "dependency.toml")),
+        "early-phase-lr-steps": (
+            "configs/dependency.toml: learning rate x dropout steps (h = 4, seeds 1..10)",
+            lambda: grid_table(os.path.join(out, "early-phase-lr-steps"), "dependency.toml")),
     }
 
 

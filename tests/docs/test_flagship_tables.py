@@ -273,7 +273,8 @@ class Early(unittest.TestCase):
     def test_the_script_prints_the_early_tables_in_block_7(self):
         with open(os.path.join(ROOT, "scripts", "flagship-tables.sh")) as f:
             block = f.read().split("# --- Block 7")[1]
-        self.assertIn("tables early early-levers early-fresh", block)
+        self.assertIn("tables early early-levers early-fresh early-phase-width-dropout "
+                      "early-phase-lr-steps", block)
         for _, name in ft.EARLY:
             self.assertIn(f"early {name} ", block)
 
