@@ -157,6 +157,7 @@ json profile_steps(const StepSubject& subject, const ProfileOptions& o) {
     gemm_ms += out_rows.back()["gemm_only_ms"].get<double>();
   }
   return {{"mode", "profile"},
+          {"precision", precision_name(current_precision())},
           {"clock", o.cpu_clock ? "thread cpu" : "wall"},
           {"profile_steps", o.steps},
           {"warmup", o.warmup},

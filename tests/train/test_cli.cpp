@@ -450,6 +450,7 @@ TEST_CASE("train: cli bench --config times a config's step, --profile splits it 
       dir.path);
   REQUIRE_MESSAGE(prof.code == 0, prof.err);
   const json p = json::parse(lines(prof.out).back());
+  CHECK(p.value("precision", "") == "fp32");  // the header names the precision it ran
   double share = 0;
   bool fwd_attention = false, bwd_linear = false, update = false;
   for (const json& row : p["rows"]) {
