@@ -10,6 +10,7 @@
 
 #include "bench/fma_peak.h"
 #include "core/kernels/kernels.h"
+#include "core/kernels/simd/gemm.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 
@@ -98,7 +99,18 @@ json bench_matmuls(const KernelBenchOptions& o, const std::vector<int>& threads)
     const auto time = [&](Backend backend, int t, const char* precision) {
       set_num_threads(t);
       const Kernels& k = kernels_for(backend);
-      const double s = seconds_per_call([&] { k.gemm(c.d, a.data(), b.data(), out.data()); }, o);
+      // A batched product stays fp32 at Precision::bf16 (the step's batched products are the
+      // attention's, fused in fp32), so Kernels::gemm would time fp32 again: its bf16 row times
+      // headlab's bf16 GEMM itself, to show what bf16 would give at that shape ("in_step": false).
+      const bool direct = precision && d.batch > 1;
+      const double s = seconds_per_call(
+          [&] {
+            if (direct)
+              fast::gemm_bf16(c.d, a.data(), b.data(), out.data());
+            else
+              k.gemm(c.d, a.data(), b.data(), out.data());
+          },
+          o);
       json row = {{"shape", c.name},
                   {"m", d.m},
                   {"n", d.n},
@@ -109,6 +121,7 @@ json bench_matmuls(const KernelBenchOptions& o, const std::vector<int>& threads)
                   {"us_per_call", s * 1e6},
                   {"gflops", flops / s * 1e-9}};
       if (precision) row["precision"] = precision;
+      if (direct) row["in_step"] = false;
       rows.push_back(std::move(row));
     };
     for (Backend backend : {Backend::reference, Backend::blas, Backend::onednn}) {

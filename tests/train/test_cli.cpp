@@ -428,6 +428,32 @@ TEST_CASE("train: cli configs at the edges of the schema train to the end with t
   }
 }
 
+TEST_CASE(
+    "train: cli bench --kernels times every shape and marks the bf16 rows the step does not run") {
+  TempDir dir;
+  const Result r = headlab("bench --kernels --threads 1 --json", dir.path);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const json k = json::parse(r.out);  // the whole output, indented
+  REQUIRE(!k["peak"].empty());
+  const bool bf16 = !k["bf16_peak"].empty();  // where the CPU has AVX512_BF16
+  int bf16_rows = 0, not_in_step = 0;
+  for (const json& row : k["matmul"]) {
+    CHECK(row["gflops"].get<double>() > 0);
+    if (row.value("precision", "fp32") != "bf16") {
+      CHECK(!row.contains("in_step"));
+      continue;
+    }
+    ++bf16_rows;
+    // A batched product stays fp32 in a bf16 step: its row times headlab's bf16 GEMM directly
+    // and is marked; a single product is what the step runs.
+    CHECK(row.value("in_step", true) == (row["batch"].get<int64_t>() == 1));
+    not_in_step += row.value("in_step", true) ? 0 : 1;
+  }
+  CHECK((bf16_rows > 0) == bf16);
+  CHECK((not_in_step > 0) == bf16);
+  CHECK(!k["attention"].empty());
+}
+
 TEST_CASE("train: cli bench --config times a config's step, --profile splits it by op") {
   TempDir dir;
   const Result step =

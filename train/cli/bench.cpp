@@ -193,10 +193,16 @@ void print_kernel_tables(const json& report) {
     for (const json& p : report[bf16 ? "bf16_peak" : "peak"])
       if (p["threads"] == r["threads"]) peak = std::max(peak, p["gflops"].get<double>());
     fmt::print("{:<34} {:>11} {:>3} {:>10.1f} {:>9.1f} {:>6.0f}%\n", r["shape"].get<std::string>(),
-               r["backend"].get<std::string>() + (bf16 ? " bf16" : ""), r["threads"].get<int>(),
-               r["us_per_call"].get<double>(), r["gflops"].get<double>(),
+               r["backend"].get<std::string>() + (bf16 ? " bf16" : "") +
+                   (r.value("in_step", true) ? "" : "*"),
+               r["threads"].get<int>(), r["us_per_call"].get<double>(), r["gflops"].get<double>(),
                peak > 0 ? 100.0 * r["gflops"].get<double>() / peak : 0.0);
   }
+  if (std::ranges::any_of(report["matmul"],
+                          [](const json& r) { return !r.value("in_step", true); }))
+    fmt::print(
+        "* headlab's bf16 GEMM at a batched shape, which the step runs in fp32 (bf16 products "
+        "are single ones; the attention's are fused in fp32)\n");
   fmt::print("\n{:<34} {:>9} {:>3} {:>10}\n", "kernel", "backend", "thr", "us/call");
   for (const json& r : report["kernels"])
     fmt::print("{:<34} {:>9} {:>3} {:>10.1f}\n", r["kernel"].get<std::string>(),
