@@ -193,4 +193,17 @@ for b in 71 1001 3001 4001; do
   sweep "$out/early-fresh-recipe-$b" --over model.heads=4 --set train.seed=$b --seeds 30
   sweep_with $before "$out/early-fresh-full-$b" --over model.heads=4 --set train.seed=$b --seeds 30
 done
-tables early early-levers early-fresh early-phase-width-dropout early-phase-lr-steps
+# Dropout until step 400, the lr x dropout-steps grid's best tail: its other levers and its
+# contrast (its lr levers are cells of that grid), and two more fresh blocks beside the recipe.
+sweep "$out/early-s400-d_model" --set model.dropout_steps=400 --over model.d_model=48,96 \
+  --seeds "$phase_seeds"
+sweep "$out/early-s400-dropout" --set model.dropout_steps=400 --over model.attn_dropout=0,0.3 \
+  --seeds "$phase_seeds"
+sweep "$out/early-s400-heads" --set model.dropout_steps=400 --over model.heads=1,2 \
+  --seeds "$phase_seeds"
+for b in 5001 6001; do
+  sweep "$out/early-fresh-recipe-$b" --over model.heads=4 --set train.seed=$b --seeds 30
+  sweep "$out/early-fresh-s400-$b" --over model.heads=4 --set train.seed=$b --seeds 30 \
+    --set model.dropout_steps=400
+done
+tables early early-levers early-fresh early-phase-width-dropout early-phase-lr-steps early-s400

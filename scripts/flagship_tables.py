@@ -512,6 +512,36 @@ EARLY_LEVERS = [("the recipe", "early-levers-base", {}),
                 ("attention dropout 0.3", "early-levers-dropout", {"model.attn_dropout": 0.3})]
 
 
+# Dropout until step 400 (block 7): its levers (lr's are cells of the lr x dropout-steps grid)
+# and its contrast at h = 1 and 2, seeds 1..10.
+EARLY_S400 = [("dropout_steps 400", "early-phase-lr-steps",
+               {"optim.lr": 0.006, "model.dropout_steps": 400}),
+              ("d_model 48 (d_k 12)", "early-s400-d_model", {"model.d_model": 48}),
+              ("d_model 96 (d_k 24)", "early-s400-d_model", {"model.d_model": 96}),
+              ("lr x0.5", "early-phase-lr-steps", {"optim.lr": 0.003, "model.dropout_steps": 400}),
+              ("lr x2", "early-phase-lr-steps", {"optim.lr": 0.012, "model.dropout_steps": 400}),
+              ("attention dropout 0", "early-s400-dropout", {"model.attn_dropout": 0}),
+              ("attention dropout 0.3", "early-s400-dropout", {"model.attn_dropout": 0.3}),
+              ("h = 1 (d_k 64)", "early-s400-heads", {"model.heads": 1}),
+              ("h = 2 (d_k 32)", "early-s400-heads", {"model.heads": 2})]
+
+
+def contrast_table(out, rows):
+    """Per setting: specialized, eval accuracy (mean, lowest-highest), reached 95%, s_match
+    (mean, lowest): the levers and the head counts in one table."""
+    print("| setting | specialized | eval accuracy (mean, lowest-highest) | reached 95% | "
+          "s_match (mean, lowest) |")
+    print("|---|---|---|---|---|")
+    for label, rs in settings_of(out, rows):
+        ok = [r for r in rs if r.get("ok")]
+        acc = [r["eval_accuracy"] for r in ok]
+        sm = [r["s_match"] for r in ok]
+        reached = sum(1 for r in ok if r.get("steps_to_95") is not None)
+        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | "
+              f"{statistics.mean(acc):.3f}, {min(acc):.3f}-{max(acc):.3f} | {reached} of "
+              f"{len(rs)} | {statistics.mean(sm):.2f}, {min(sm):.2f} |")
+
+
 def tail_cell(runs):
     """'lowest (seed), k under 0.85' of a sweep's runs; a run not specialized counts under."""
     ok = [r for r in runs if r.get("ok")]
@@ -540,8 +570,9 @@ def early_fresh_table(out):
     print("| recipe | seeds | specialized | s_match | lowest s_match (seed) | under 0.85 |")
     print("|---|---|---|---|---|---|")
     for label, prefix in (("configs/dependency.toml", "early-fresh-recipe"),
+                          ("the recipe, dropout_steps 400", "early-fresh-s400"),
                           ("the recipe before", "early-fresh-full")):
-        for b in (71, 1001, 3001, 4001):
+        for b in (71, 1001, 3001, 4001, 5001, 6001):
             path = os.path.join(out, f"{prefix}-{b}")
             if not os.path.exists(os.path.join(path, "sweep.json")):
                 continue
@@ -597,6 +628,8 @@ def tables(out):
                          lambda: settings_table(out, EARLY_LEVERS)),
         "early-fresh": ("configs/dependency.toml on seeds not tuned on",
                         lambda: early_fresh_table(out)),
+        "early-s400": ("configs/dependency.toml with dropout until step 400: levers and "
+                       "contrast (seeds 1..10)", lambda: contrast_table(out, EARLY_S400)),
         "early-phase-width-dropout": (
             "configs/dependency.toml: d_model x attention dropout (h = 4, seeds 1..10)",
             lambda: grid_table(os.path.join(out, "early-phase-width-dropout"), "dependency.toml")),

@@ -270,11 +270,29 @@ class Early(unittest.TestCase):
         self.assertEqual(lines[2:], [
             "| configs/dependency.toml | 3001-3002 | 2 of 2 | 0.88 ± 0.02 | 0.86 (3002) | 0 |"])
 
+    def test_the_contrast_table_gives_accuracy_range_and_reached_95_per_setting(self):
+        h = lambda heads, seed, acc, s_match, claimed, steps: (
+            {"model.heads": heads}, seed, acc, {},
+            {"s_match": s_match, "n_claimed": claimed, "steps_to_95": steps})
+        sweep(self.dir.name, "contrast", ["model.heads"],
+              [h(1, 1, 0.40, 0.20, 1, None), h(1, 2, 0.90, 0.18, 1, None),
+               h(4, 1, 1.00, 0.90, 3, 200), h(4, 2, 0.96, 0.70, 3, 300)])
+        lines = printed(ft.contrast_table, self.dir.name,
+                        [("one head", "contrast", {"model.heads": 1}),
+                         ("four heads", "contrast", {"model.heads": 4})])
+        self.assertEqual(lines[2:], [
+            # h = 1: mean 0.65 of 0.40 and 0.90, neither reached 95%; s_match mean 0.19.
+            "| one head | 0 of 2 | 0.650, 0.400-0.900 | 0 of 2 | 0.19, 0.18 |",
+            # h = 4: seed 2 has s_match 0.70 (not specialized) though it reached 95%.
+            "| four heads | 1 of 2 | 0.980, 0.960-1.000 | 2 of 2 | 0.80, 0.70 |"])
+
     def test_the_script_prints_the_early_tables_in_block_7(self):
         with open(os.path.join(ROOT, "scripts", "flagship-tables.sh")) as f:
             block = f.read().split("# --- Block 7")[1]
         self.assertIn("tables early early-levers early-fresh early-phase-width-dropout "
-                      "early-phase-lr-steps", block)
+                      "early-phase-lr-steps early-s400", block)
+        for _, name, _ in ft.EARLY_S400:
+            self.assertIn(f'"$out/{name}"', block)
         for _, name in ft.EARLY:
             self.assertIn(f"early {name} ", block)
 
