@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/temp_dir.h"
+#include "tests/train/trainer_test_util.h"
 #include "train/config/config.h"
 #include "train/run/trainer.h"
 
@@ -15,16 +16,8 @@ using namespace headlab;
 
 namespace {
 
-Config tiny(std::vector<std::string> sets) {
-  return load_config(std::string(HEADLAB_SOURCE_DIR) + "/configs/tiny.toml", sets);
-}
-
-struct Recorder : TrainObserver {
-  int64_t stop_at = -1;
-  std::vector<StepMetrics> steps;
-  void on_step(const StepMetrics& m) override { steps.push_back(m); }
-  bool should_stop() override { return stop_at >= 0 && steps.back().step >= stop_at; }
-};
+using trainer_test::Recorder;
+using trainer_test::tiny;
 
 std::vector<StepMetrics> train(const Config& c, const std::filesystem::path& dir,
                                int64_t stop_at = -1, bool resume = false) {

@@ -3,7 +3,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -14,6 +13,7 @@
 #include "layers/encoder.h"
 #include "optim/optimizer.h"
 #include "tests/temp_dir.h"
+#include "tests/train/trainer_test_util.h"
 #include "train/config/config.h"
 #include "train/run/checkpoint.h"
 #include "train/run/model.h"
@@ -23,6 +23,10 @@ using namespace headlab;
 namespace fs = std::filesystem;
 
 namespace {
+
+using trainer_test::bitwise_equal;
+using trainer_test::Recorder;
+using trainer_test::tiny;
 
 const std::string kTask = "[task]\nname = \"dependency\"\n";
 
@@ -34,22 +38,6 @@ std::string error_of(const std::function<void()>& f) {
   }
   FAIL("expected an error");
   return {};
-}
-
-Config tiny(std::vector<std::string> sets = {}) {
-  return load_config(std::string(HEADLAB_SOURCE_DIR) + "/configs/tiny.toml", sets);
-}
-
-struct Recorder : TrainObserver {
-  int64_t stop_at = -1;
-  std::vector<StepMetrics> steps;
-  void on_step(const StepMetrics& m) override { steps.push_back(m); }
-  bool should_stop() override { return stop_at >= 0 && steps.back().step >= stop_at; }
-};
-
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
 }
 
 // Every Trainer sets the process's precision from its config; back to fp32 afterwards.

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include "layers/encoder.h"
 #include "optim/optimizer.h"
 #include "tests/temp_dir.h"
+#include "tests/train/trainer_test_util.h"
 #include "train/config/config.h"
 #include "train/run/checkpoint.h"
 #include "train/run/metrics.h"
@@ -34,10 +34,9 @@ using nlohmann::json;
 namespace {
 
 using TempDir = testing::TempDir;
-
-Config tiny(std::vector<std::string> sets = {}) {
-  return load_config(std::string(HEADLAB_SOURCE_DIR) + "/configs/tiny.toml", sets);
-}
+using trainer_test::bitwise_equal;
+using trainer_test::Recorder;
+using trainer_test::tiny;
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -52,21 +51,6 @@ std::vector<json> read_rows(const fs::path& p) {
   std::string line;
   while (std::getline(in, line)) rows.push_back(json::parse(line));
   return rows;
-}
-
-// Records every step's metrics; optionally asks the trainer to stop after `stop_at`.
-struct Recorder : TrainObserver {
-  int64_t stop_at = -1;
-  std::vector<StepMetrics> steps;
-  std::vector<EvalMetrics> evals;
-  void on_step(const StepMetrics& m) override { steps.push_back(m); }
-  void on_eval(const EvalMetrics& e) override { evals.push_back(e); }
-  bool should_stop() override { return stop_at >= 0 && steps.back().step >= stop_at; }
-};
-
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
 }
 
 }  // namespace
