@@ -242,20 +242,54 @@ TEST_CASE("train: cli without arguments prints every command and the exit codes,
 
 // OMP_DISPLAY_ENV=verbose makes libgomp print the policy it runs with (its spin count: 0 when
 // passive) as it starts, so this reads what libgomp took, not what the environment says.
-TEST_CASE("train: cli runs OpenMP's passive wait policy unless the user chose one") {
+TEST_CASE(
+    "train: cli chooses OpenMP's wait policy (a short spin on idle CPUs, else passive) unless the "
+    "user chose one") {
   TempDir dir;
-  auto run_info = [&dir](const std::string& env) {
+  auto run_info = [&dir](const std::string& env, const std::string& prefix = "") {
     const fs::path out = dir.path / "out", err = dir.path / "err";
     const std::string cmd = fmt::format(
-        "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT {} OMP_DISPLAY_ENV=verbose '{}' info >'{}' "
-        "2>'{}' </dev/null",
-        env, HEADLAB_CLI, out.string(), err.string());
+        "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u HEADLAB_OPENMP_WAIT {} "
+        "OMP_DISPLAY_ENV=verbose "
+        "{} '{}' info >'{}' 2>'{}' </dev/null",
+        env, prefix, HEADLAB_CLI, out.string(), err.string());
     REQUIRE(std::system(cmd.c_str()) == 0);
     return std::pair(read_text(out), read_text(err));
   };
+  const std::string spin = "5000";  // core/openmp_wait.h: kQuietSpinCount
+  // Whatever it chose, libgomp runs with what `info` says.
   const auto [chosen_out, chosen_err] = run_info("");
-  CHECK(chosen_out.find("openmp wait policy: passive\n") != std::string::npos);
-  CHECK(chosen_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
+  if (chosen_out.find("openmp wait policy: GOMP_SPINCOUNT=" + spin +
+                      " (headlab's choice: the CPUs were idle") != std::string::npos) {
+    CHECK(chosen_err.find("GOMP_SPINCOUNT = '" + spin + "'") != std::string::npos);
+  } else {
+    CHECK(chosen_out.find("openmp wait policy: OMP_WAIT_POLICY=passive (headlab's choice: ") !=
+          std::string::npos);
+    CHECK(chosen_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
+  }
+  // One CPU: passive, and so is a choice inherited from a headlab process that looked before.
+  for (const char* env :
+       {"", "HEADLAB_OPENMP_WAIT='1 GOMP_SPINCOUNT=1000; idle' GOMP_SPINCOUNT=1000"}) {
+    const auto [one_out, one_err] = run_info(env, "taskset -c 0");
+    CHECK_MESSAGE(one_out.find("openmp wait policy: OMP_WAIT_POLICY=passive (headlab's choice: one "
+                               "CPU") != std::string::npos,
+                  env);
+    CHECK_MESSAGE(one_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos, env);
+  }
+  // Every CPU busy: passive.
+  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+    const std::string pids = (dir.path / "pids").string();
+    REQUIRE(std::system(fmt::format("(yes >/dev/null & echo $! >>'{0}'; yes >/dev/null & echo $! "
+                                    ">>'{0}')",
+                                    pids)
+                            .c_str()) == 0);
+    const auto [busy_out, busy_err] = run_info("", "taskset -c 0,1");
+    std::system(fmt::format("kill $(cat '{}')", pids).c_str());
+    CHECK(busy_out.find("openmp wait policy: OMP_WAIT_POLICY=passive (headlab's choice: other "
+                        "work on the CPUs at start") != std::string::npos);
+    CHECK(busy_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
+  }
+  // The user's policy is kept.
   const auto [active_out, active_err] = run_info("OMP_WAIT_POLICY=active");
   CHECK(active_out.find("openmp wait policy: active\n") != std::string::npos);
   CHECK(active_err.find("OMP_WAIT_POLICY = 'ACTIVE'") != std::string::npos);

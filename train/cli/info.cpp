@@ -1,9 +1,12 @@
 // `headlab info`: versions, ISA, threads, the selected backend, MPI, the loaded plugins with
 // what each registered, and every registered layer (by kind), task, optimizer and schedule.
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -22,6 +25,24 @@
 
 namespace headlab::cli {
 namespace {
+
+// The policy libgomp runs with: headlab's choice with its reason (train/cli/main.cpp marks it in
+// HEADLAB_OPENMP_WAIT as "<pid> <VARIABLE>=<value>; <reason>"), else the user's.
+std::string openmp_wait_text() {
+  const char* mark = std::getenv("HEADLAB_OPENMP_WAIT");
+  if (mark && std::atol(mark) == static_cast<long>(getpid())) {
+    const std::string_view m = mark;
+    const size_t space = m.find(' '), semi = m.find("; ");
+    if (space != std::string_view::npos && semi != std::string_view::npos && semi > space)
+      return fmt::format("{} (headlab's choice: {})", m.substr(space + 1, semi - space - 1),
+                         m.substr(semi + 2));
+  }
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  return policy ? std::string(policy)
+         : spin ? fmt::format("GOMP_SPINCOUNT={}", spin)
+                : std::string("libgomp's default (spins about 3 ms)");
+}
 
 struct InfoOptions {
   int threads = 0;
@@ -88,12 +109,7 @@ void print_info(const InfoOptions& o) {
   if (blas.core_vector_bits < blas.cpu_vector_bits) print_blas_warning(blas);
   fmt::print("threads: {} (openmp {}, openblas {}, hardware {})\n", num_threads(), num_threads(),
              blas.num_threads, hardware_threads());
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  const char* spin = std::getenv("GOMP_SPINCOUNT");
-  const std::string wait = policy ? std::string(policy)
-                           : spin ? fmt::format("GOMP_SPINCOUNT={}", spin)
-                                  : std::string("libgomp's default (spins about 3 ms)");
-  fmt::print("openmp wait policy: {}\n", wait);
+  fmt::print("openmp wait policy: {}\n", openmp_wait_text());
   fmt::print("backend: {}{}\n", backend_name(current_backend()),
              o.backend == "auto" ? " (auto)" : "");
   fmt::print("mpi: {}\n", mpi_text());

@@ -29,6 +29,8 @@
 
 #include "core/error.h"
 #include "core/one_line.h"
+#include "core/openmp_wait.h"
+#include "core/threads.h"
 #include "core/version.h"
 #include "train/cli/commands.h"
 #include "train/cli/job.h"
@@ -43,25 +45,42 @@ namespace {
 
 using namespace headlab;
 
-// Restarts the program with OMP_WAIT_POLICY=passive unless the user chose a wait policy
-// (OMP_WAIT_POLICY or GOMP_SPINCOUNT set); returns only where it need not or cannot.
+// libgomp reads its wait policy once, in its initializer, before main; setting the variable in
+// the running process is too late, and an executable's .preinit_array runs before libc sets up
+// the environment that libgomp reads, so the one way to choose for the user is a restart with it
+// set (about 15 ms). The choice (core/openmp_wait.h, with its measurements): a short spin where
+// the CPUs are idle at start, passive where other work runs. Beside a parallel build (load about
+// 10) the flagship run at runtime.threads = 2 took 45-150 s with libgomp's default spin and
+// 8.6-13 s passive, against 7-12 s on one thread; on the quiet machine passive made the M step at
+// two threads 1.13x slower than spinning.
 //
-// libgomp reads its wait policy once, in its initializer, before main; unset, a waiting thread
-// spins for about 3 ms before it sleeps. That saves a wake-up per parallel region on a quiet
-// machine, and beside another busy process the spinning thread takes the core from the thread it
-// waits for, so every region waits a scheduler time slice. Measured on 2 cores beside a parallel
-// build (load about 10): the flagship run (configs/dependency.toml) at runtime.threads = 2 took
-// 45-150 s, against 7-12 s on one thread and 8.6-13 s with OMP_WAIT_POLICY=passive
-// (GOMP_SPINCOUNT=2000: 17-20 s). Setting the variable in the running process is too late, and
-// an executable's .preinit_array runs before libc sets up the environment that libgomp reads,
-// so the one way to choose for the user is a restart with it set. Processes headlab starts
-// (sweep jobs, a run's children) inherit it.
-void exec_with_passive_openmp(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) != 0) return;
+// The choice is marked in HEADLAB_OPENMP_WAIT ("<pid> <VARIABLE>=<value>; <reason>", read by
+// `headlab info`). A policy set without the mark is the user's, and kept. A mark of another
+// process was inherited from the headlab that started this one (a sweep's job): the choice is
+// made again, since that process looked before its siblings started; the program restarts only
+// where the choice differs.
+constexpr const char* kWaitMark = "HEADLAB_OPENMP_WAIT";
+// /proc/stat counts in ticks of 10 ms: 40 ms gives 4 per CPU, enough to tell a busy core.
+constexpr int kSampleMs = 40;
+
+void exec_with_chosen_openmp_wait(char** argv) {
+  const char* mark = std::getenv(kWaitMark);
+  if (mark && std::atol(mark) == static_cast<long>(getpid())) return;  // restarted with it
+  if (!mark && (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))) return;
+  const int cpus = hardware_threads();
+  const OpenMPWait w =
+      choose_openmp_wait(cpus, cpus < 2 ? std::nullopt : sample_busy_cores(kSampleMs));
+  const char* other = w.variable == "GOMP_SPINCOUNT" ? "OMP_WAIT_POLICY" : "GOMP_SPINCOUNT";
+  const char* now = std::getenv(w.variable.c_str());
+  const bool running_it = mark && now && w.value == now && !std::getenv(other);
+  const std::string text = fmt::format("{} {}={}; {}", getpid(), w.variable, w.value, w.reason);
+  if (setenv(kWaitMark, text.c_str(), 1) != 0) return;
+  if (running_it) return;  // libgomp started with it already
+  unsetenv(other);
+  if (setenv(w.variable.c_str(), w.value.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
-  // Still here: the exec failed. The run is correct with libgomp's default, only slower beside
-  // other work; OMP_WAIT_POLICY stays set for the processes it starts.
+  // Still here: the exec failed. The run is correct with the policy libgomp started with, only
+  // slower on a quiet or a busy machine; the processes it starts get the choice.
 }
 
 // The subcommand argv[1] names, for the error line ("headlab: error: eval: ..."); "" if none.
@@ -226,7 +245,7 @@ int run(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  exec_with_passive_openmp(argv);
+  exec_with_chosen_openmp_wait(argv);
   cli::ignore_write_signals();
   cli::set_command_line(argc, argv);
   CLI::App app{"headlab: a small C++ training framework with tape-based autodiff"};
