@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -257,6 +258,13 @@ TEST_CASE(
     return std::pair(read_text(out), read_text(err));
   };
   const std::string spin = "5000";  // core/openmp_wait.h: kQuietSpinCount
+  // The CPUs this test may run on (a cpuset need not start at 0).
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
   // Whatever it chose, libgomp runs with what `info` says.
   const auto [chosen_out, chosen_err] = run_info("");
   if (chosen_out.find("openmp wait policy: GOMP_SPINCOUNT=" + spin +
@@ -270,20 +278,21 @@ TEST_CASE(
   // One CPU: passive, and so is a choice inherited from a headlab process that looked before.
   for (const char* env :
        {"", "HEADLAB_OPENMP_WAIT='1 GOMP_SPINCOUNT=1000; idle' GOMP_SPINCOUNT=1000"}) {
-    const auto [one_out, one_err] = run_info(env, "taskset -c 0");
+    const auto [one_out, one_err] = run_info(env, fmt::format("taskset -c {}", cpus.at(0)));
     CHECK_MESSAGE(one_out.find("openmp wait policy: OMP_WAIT_POLICY=passive (headlab's choice: one "
                                "CPU") != std::string::npos,
                   env);
     CHECK_MESSAGE(one_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos, env);
   }
-  // Every CPU busy: passive.
-  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+  // Both CPUs it may run on busy (a `yes` pinned to each): passive.
+  if (cpus.size() >= 2) {
     const std::string pids = (dir.path / "pids").string();
-    REQUIRE(std::system(fmt::format("(yes >/dev/null & echo $! >>'{0}'; yes >/dev/null & echo $! "
-                                    ">>'{0}')",
-                                    pids)
+    REQUIRE(std::system(fmt::format("(taskset -c {1} yes >/dev/null & echo $! >>'{0}'; taskset -c "
+                                    "{2} yes >/dev/null & echo $! >>'{0}')",
+                                    pids, cpus[0], cpus[1])
                             .c_str()) == 0);
-    const auto [busy_out, busy_err] = run_info("", "taskset -c 0,1");
+    const auto [busy_out, busy_err] =
+        run_info("", fmt::format("taskset -c {},{}", cpus[0], cpus[1]));
     std::system(fmt::format("kill $(cat '{}')", pids).c_str());
     CHECK(busy_out.find("openmp wait policy: OMP_WAIT_POLICY=passive (headlab's choice: other "
                         "work on the CPUs at start") != std::string::npos);
