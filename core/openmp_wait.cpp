@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -98,6 +99,14 @@ OpenMPWait choose_openmp_wait(int cpus, std::optional<double> busy) {
             fmt::format("other work on the CPUs at start, {:.1f} cores busy", *busy)};
   return {"GOMP_SPINCOUNT", std::to_string(kQuietSpinCount),
           fmt::format("the CPUs were idle at start, {:.1f} cores busy", *busy)};
+}
+
+std::string openmp_wait_setting() {
+  std::string out;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"})
+    if (const char* value = std::getenv(name))
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
+  return out.empty() ? "libgomp's default" : out;
 }
 
 std::optional<double> sample_busy_cores(int window_ms) {

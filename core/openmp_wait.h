@@ -55,6 +55,11 @@ struct OpenMPWait {
 // The policy for `cpus` usable CPUs with `busy` cores of other work on them (nullopt: unknown).
 OpenMPWait choose_openmp_wait(int cpus, std::optional<double> busy);
 
+// The wait policy libgomp read from this process's environment, as run.json records it:
+// "OMP_WAIT_POLICY=passive", "GOMP_SPINCOUNT=5000" (both, space-separated, where both are set),
+// or "libgomp's default" (spin limited by the library: core/threads.h, limit_openmp_spinning).
+std::string openmp_wait_setting();
+
 // The busy cores of the CPUs this process may run on (its affinity mask) over `window_ms`
 // milliseconds, from /proc/stat read before and after; nullopt where it cannot be read.
 std::optional<double> sample_busy_cores(int window_ms);

@@ -420,6 +420,10 @@ TEST_CASE("train: cli a run records how it was made in run.json and what it prin
     CHECK_MESSAGE(run["libraries"][lib].is_string(), lib);
   CHECK(run["cpu"]["hardware_threads"].get<int>() >= 1);
   CHECK(run["cpu"]["threads"] == 1);
+  // The CLI chose a wait policy (unless the test's environment did): it is recorded.
+  const std::string wait = run["cpu"]["openmp_wait"].get<std::string>();
+  CHECK_MESSAGE((wait.rfind("OMP_WAIT_POLICY=", 0) == 0 || wait.rfind("GOMP_SPINCOUNT=", 0) == 0),
+                wait);
   CHECK(run["start"].get<std::string>().back() == 'Z');
   CHECK(run["end"].is_string());
   CHECK(run["outcome"] == "finished");

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/kernels/kernels.h"
+#include "core/openmp_wait.h"
 #include "core/threads.h"
 #include "core/version.h"
 #include "headlab_build_info.h"
@@ -103,7 +104,8 @@ json build_provenance() {
           {"cpu",
            {{"model", cpu_model()},
             {"hardware_threads", hardware_threads()},
-            {"threads", num_threads()}}}};
+            {"threads", num_threads()},
+            {"openmp_wait", openmp_wait_setting()}}}};
 }
 
 fs::path run_json_path(const fs::path& run_dir) {
