@@ -3,9 +3,10 @@
 // restarts itself with it; libgomp reads it once, before main). Neither fixed policy serves both
 // machines a user has:
 //   - passive (a waiting thread sleeps at once): every parallel region and barrier wakes a
-//     sleeping thread, tens of microseconds on a virtual machine; on a quiet 2-core machine the M
-//     step at two threads took 40.5 ms passive against 35.7 ms with OMP_WAIT_POLICY=active and
-//     37.1 ms with a spin of 5,000 (medians of 8 alternating runs; docs/performance.md);
+//     sleeping thread (a futex wake-up; on a virtual machine an interrupt to another vCPU); on a
+//     quiet 2-core machine the M step at two threads took 40.5 ms passive against 35.7 ms with
+//     OMP_WAIT_POLICY=active and 37.1 ms with a spin of 5,000 (medians of 8 alternating runs;
+//     docs/performance.md);
 //   - libgomp's default (spin about 3 ms) or active: beside another busy process the spinning
 //     thread holds the core the thread it waits for needs, and a region waits a time slice (two
 //     threads 2-20x slower than one).

@@ -5,7 +5,7 @@ loads it (through _headlab) unless a module imported before loaded it already (P
 Where neither variable is set and libgomp is not in the process yet, this makes the choice the
 CLI makes as it starts (core/openmp_wait.h, train/cli/main.cpp): a short spin where the CPUs this
 process may run on are idle, so two threads on a quiet machine do not wait on a wake-up per
-parallel region (about 1.13x at M), and passive where other work runs, so a waiting thread never
+parallel region (1.09x at M), and passive where other work runs, so a waiting thread never
 holds the core the thread it waits for needs. Otherwise the library limits libgomp's spinning
 itself (core/threads.h, limit_openmp_spinning).
 """

@@ -52,7 +52,7 @@ using namespace headlab;
 // the CPUs are idle at start, passive where other work runs. Beside a parallel build (load about
 // 10) the flagship run at runtime.threads = 2 took 45-150 s with libgomp's default spin and
 // 8.6-13 s passive, against 7-12 s on one thread; on the quiet machine passive made the M step at
-// two threads 1.13x slower than spinning.
+// two threads 1.09x slower than the short spin (1.13x than libgomp's full spin).
 //
 // The choice is marked in HEADLAB_OPENMP_WAIT ("<pid> <VARIABLE>=<value>; <reason>", read by
 // `headlab info`). A policy set without the mark is the user's, and kept. A mark of another
