@@ -286,14 +286,17 @@ TEST_CASE(
   }
   // Both CPUs it may run on busy (a `yes` pinned to each): passive.
   if (cpus.size() >= 2) {
-    const std::string pids = (dir.path / "pids").string();
+    // The busy processes end however the check below ends (a failed REQUIRE throws).
+    struct Busy {
+      std::string pids;
+      ~Busy() { std::system(fmt::format("kill $(cat '{}') 2>/dev/null", pids).c_str()); }
+    } busy{(dir.path / "pids").string()};
     REQUIRE(std::system(fmt::format("(taskset -c {1} yes >/dev/null & echo $! >>'{0}'; taskset -c "
                                     "{2} yes >/dev/null & echo $! >>'{0}')",
-                                    pids, cpus[0], cpus[1])
+                                    busy.pids, cpus[0], cpus[1])
                             .c_str()) == 0);
     const auto [busy_out, busy_err] =
         run_info("", fmt::format("taskset -c {},{}", cpus[0], cpus[1]));
-    std::system(fmt::format("kill $(cat '{}')", pids).c_str());
     CHECK(busy_out.find("openmp wait policy: OMP_WAIT_POLICY=passive (headlab's choice: other "
                         "work on the CPUs at start") != std::string::npos);
     CHECK(busy_err.find("GOMP_SPINCOUNT = '0'") != std::string::npos);
