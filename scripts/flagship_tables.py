@@ -409,16 +409,22 @@ def race_table(out, rows):
               f"{split} | {', '.join(claims)}{'; ' + ', '.join(never) if never else ''} |")
 
 
+def setting_summary(rs):
+    """The finished runs of one setting, their eval accuracies and s_match, and how many
+    specialized."""
+    ok = [r for r in rs if r.get("ok")]
+    return (ok, [r["eval_accuracy"] for r in ok], [r["s_match"] for r in ok],
+            sum(1 for r in ok if specialized(r)))
+
+
 def settings_table(out, rows):
     """Per setting: specialized, eval accuracy (lowest), s_match (mean, lowest), failures."""
     print("| setting | specialized | eval accuracy (lowest) | s_match (mean, lowest) | "
           "not specialized (seed: accuracy / s_match / claimed, what lost) |")
     print("|---|---|---|---|---|")
     for label, rs in settings_of(out, rows):
-        ok = [r for r in rs if r.get("ok")]
-        sm = [r["s_match"] for r in ok]
-        acc = [r["eval_accuracy"] for r in ok]
-        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | "
+        _, acc, sm, spec = setting_summary(rs)
+        print(f"| {label} | {spec} of {len(rs)} | "
               f"{min(acc):.3f} (mean {statistics.mean(acc):.3f}) | "
               f"{statistics.mean(sm):.2f}, {min(sm):.2f} | {failure_list(rs) or '-'} |")
 
@@ -533,11 +539,9 @@ def contrast_table(out, rows):
           "s_match (mean, lowest) |")
     print("|---|---|---|---|---|")
     for label, rs in settings_of(out, rows):
-        ok = [r for r in rs if r.get("ok")]
-        acc = [r["eval_accuracy"] for r in ok]
-        sm = [r["s_match"] for r in ok]
+        ok, acc, sm, spec = setting_summary(rs)
         reached = sum(1 for r in ok if r.get("steps_to_95") is not None)
-        print(f"| {label} | {sum(1 for r in ok if specialized(r))} of {len(rs)} | "
+        print(f"| {label} | {spec} of {len(rs)} | "
               f"{statistics.mean(acc):.3f}, {min(acc):.3f}-{max(acc):.3f} | {reached} of "
               f"{len(rs)} | {statistics.mean(sm):.2f}, {min(sm):.2f} |")
 

@@ -43,8 +43,10 @@ def busy_cores(cpus):
         after = _cpu_ticks(cpus)
     except (OSError, ValueError):
         return None
-    if before is None or after is None or after[1] <= before[1] or after[0] < before[0]:
-        return None if before is None or after is None else 0.0
+    if before is None or after is None:
+        return None
+    if after[1] <= before[1] or after[0] < before[0]:
+        return 0.0  # no tick passed
     return len(cpus) * min(1.0, (after[0] - before[0]) / (after[1] - before[1]))
 
 
